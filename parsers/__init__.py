@@ -1,0 +1,96 @@
+"""Format parsers: one module per format, each a pure function
+`parse(data: bytes, *, source: str) -> ParsedDocument`.
+
+Modules are imported lazily, so that `import chunkwise` does not pay for lxml, pypdf or
+tree-sitter until a document of that format is parsed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import PurePath
+from typing import Callable
+
+from chunkwise.errors import ConfigError
+from chunkwise.model import ParsedDocument
+
+Parser = Callable[..., ParsedDocument]
+
+#: format name -> module under chunkwise.parsers
+MODULES: dict[str, str] = {
+    "markdown": "markdown",
+    "text": "text",
+    "html": "html",
+    "pdf": "pdf",
+    "python": "python",
+    "csv": "csv",
+}
+
+#: file extension (lower case, with dot) -> format name
+EXTENSIONS: dict[str, str] = {
+    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown",
+    ".txt": "text", ".text": "text", ".rst": "text", ".log": "text",
+    ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".pdf": "pdf",
+    ".py": "python", ".pyi": "python",
+    ".csv": "csv", ".tsv": "csv",
+}
+
+
+def available_formats() -> list[str]:
+    """Formats whose parser module is present."""
+    out = []
+    for fmt, mod in MODULES.items():
+        if importlib.util.find_spec(f"chunkwise.parsers.{mod}") is not None:
+            out.append(fmt)
+    return out
+
+
+def get_parser(fmt: str) -> Parser:
+    """The `parse` function of a format; `ConfigError` for an unknown one."""
+    mod = MODULES.get(fmt)
+    if mod is None:
+        raise ConfigError(f"unknown format {fmt!r}; known: {', '.join(sorted(MODULES))}")
+    try:
+        module = importlib.import_module(f"chunkwise.parsers.{mod}")
+    except ModuleNotFoundError as e:
+        if e.name == f"chunkwise.parsers.{mod}":
+            raise ConfigError(f"format {fmt!r} is not available in this installation") from e
+        raise
+    return module.parse
+
+
+def detect_format(path: str | PurePath | None, data: bytes) -> str:
+    """Format by extension, with content sniffing as fallback."""
+    if path is not None:
+        fmt = EXTENSIONS.get(PurePath(str(path)).suffix.lower())
+        if fmt:
+            return fmt
+    return sniff(data)
+
+
+def sniff(data: bytes) -> str:
+    """Guess a format from the first bytes."""
+    head = data[:4096].lstrip()
+    low = head.lower()
+    if head.startswith(b"%PDF-"):
+        return "pdf"
+    if low.startswith((b"<!doctype html", b"<html")) or b"<body" in low or b"<head" in low:
+        return "html"
+    if low.startswith(b"<?xml") and b"<html" in low:
+        return "html"
+    if head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]:
+        return "python"
+    text = head.decode("utf-8", "replace")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and (lines[0].startswith(("# ", "## ", "---")) or any(
+        ln.startswith(("```", "## ", "### ")) for ln in lines[:50]
+    )):
+        return "markdown"
+    if len(lines) >= 3:
+        for sep in (",", "\t", ";"):
+            counts = {ln.count(sep) for ln in lines[:20]}
+            if len(counts) == 1 and counts.pop() >= 1:
+                return "csv"
+    return "text"

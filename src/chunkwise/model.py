@@ -1,0 +1,126 @@
+"""The data model: what parsers produce (`Section`, `ParsedDocument`) and what chunkers emit
+(`Chunk`). All offsets are Python `str` indices into the document's canonical text."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A structural unit of a document, as a parser reports it.
+
+    Sections nest by containment of their spans; the fitter builds the tree itself, so a parser
+    only lists them (any order). Text inside a section that no child covers (a heading line, a
+    table's header row) is attached to the child that follows it (or the last one), so that a
+    heading always stays with its content.
+    """
+
+    start: int
+    """Index of the first character of the section in the canonical text."""
+    end: int
+    """Index one past the last character."""
+    level: int
+    """Boundary strength in a total order per format: a bigger unit has a higher level. Used
+    to order sections with identical spans (the higher level is the parent)."""
+    kind: str
+    """What the section is: `section` (heading-led), `paragraph`, `list`, `item`, `code`,
+    `table`, `row`, `quote`, `function`, `class`, `method`, `page`, `rows`, …"""
+    path: tuple[str, ...] = ()
+    """Heading path from the document title down to this section's own heading (code: the
+    qualified name split at dots; CSV: the file name)."""
+    context: str = ""
+    """Text embedded before every chunk that starts inside this section but after its first
+    character: a table's header row, the signatures enclosing a piece of a function."""
+    meta: tuple[tuple[str, Any], ...] = ()
+    """Format-specific metadata as (key, scalar) pairs, e.g. `(("symbol", "Parser.parse"),)`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """A parser's whole output: the canonical text and its structure."""
+
+    source: str
+    """The path as given, or a caller-supplied document id."""
+    format: str
+    """`markdown`, `html`, `pdf`, `python`, `csv`, `text`, …"""
+    text: str
+    """The canonical text; every offset in the document and its chunks indexes this string."""
+    sections: tuple[Section, ...] = ()
+    """Structural units in any order; see `Section`."""
+    title: str = ""
+    """Document title where the format has one (front matter, `<title>`, PDF metadata)."""
+    page_starts: tuple[int, ...] | None = None
+    """For paged formats: the offset where each page begins (page 1 first), else None."""
+    path_in_context: bool = True
+    """Whether chunks embed their heading path (`A > B > C`) in `context`. Code sets it False:
+    the enclosing signatures say more."""
+    warnings: tuple[str, ...] = ()
+    """Non-fatal problems found while parsing (encoding fallback, no text layer, …)."""
+    meta: tuple[tuple[str, Any], ...] = ()
+    """Document-level metadata as (key, scalar) pairs, copied into every chunk's metadata."""
+
+    def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
+        """1-based first and last page of the span [start, end), or (None, None)."""
+        if not self.page_starts:
+            return None, None
+        first = bisect_right(self.page_starts, start)
+        last = bisect_right(self.page_starts, max(start, end - 1))
+        return max(first, 1), max(last, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One unit of output: a span of the canonical text sized to the token budget."""
+
+    id: str
+    """Deterministic: hash of (source, start, end, text, options that change output)."""
+    source: str
+    """The path as given, or a caller-supplied document id."""
+    format: str
+    """Format of the document the chunk comes from."""
+    text: str
+    """Exactly `canonical_text[start:end]`."""
+    start: int
+    """Index of the first character in the canonical text."""
+    end: int
+    """Index one past the last character."""
+    context: str
+    """What is embedded before the text: heading path, table header, enclosing signatures."""
+    section_path: tuple[str, ...]
+    """Headings from the document title down to the chunk's own heading."""
+    page_start: int | None
+    """First page (1-based) for paged formats, else None."""
+    page_end: int | None
+    """Last page (1-based) for paged formats, else None."""
+    kinds: tuple[str, ...]
+    """Kinds of the sections the chunk holds, in order of first appearance."""
+    tokens: int
+    """Token count of `embed_text` under the chosen tokenizer."""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    """Format metadata (symbol, line_start, row_start, …): flat scalars only."""
+
+    @property
+    def embed_text(self) -> str:
+        """The string that is embedded and counted against the budget."""
+        return f"{self.context}\n\n{self.text}" if self.context else self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of the contract (`chunkwise chunk --jsonl`)."""
+        return {
+            "id": self.id,
+            "source": self.source,
+            "format": self.format,
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "context": self.context,
+            "section_path": list(self.section_path),
+            "page_start": self.page_start,
+            "page_end": self.page_end,
+            "kinds": list(self.kinds),
+            "tokens": self.tokens,
+            "meta": dict(self.meta),
+        }

@@ -1,0 +1,109 @@
+"""Bytes to canonical text, and coordinate conversions (lines, UTF-8 bytes -> `str` indices).
+
+Every parser decodes through `decode()` and converts foreign coordinates (markdown-it line
+ranges, tree-sitter byte offsets) through the helpers here, so that the conversions live, and
+are tested, in exactly one place.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from bisect import bisect_right
+from itertools import accumulate
+
+from .errors import ParseError
+
+_NEWLINES = re.compile(r"\r\n?")
+# Control characters other than tab, newline, form feed and carriage return.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f]")
+_SNIFF = 8192
+
+
+def looks_binary(data: bytes) -> bool:
+    """True when the first bytes are clearly not text (NUL bytes or many control bytes)."""
+    head = data[:_SNIFF]
+    if not head or head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return False
+    if b"\x00" in head:
+        return True
+    return len(_CONTROL.findall(head)) > max(8, len(head) // 100)
+
+
+def decode(data: bytes, source: str, *, check_binary: bool = True) -> tuple[str, list[str]]:
+    """Decode file bytes to canonical text: BOM removed, newlines normalised to `\\n`.
+
+    UTF-8 first (with or without BOM), UTF-16 when it has a BOM, else cp1252 and finally
+    latin-1 with a warning naming the first invalid byte, so no byte is ever lost silently.
+    Raises `ParseError` for binary data.
+    """
+    warnings: list[str] = []
+    if check_binary and looks_binary(data):
+        raise ParseError(source, "binary data, not a text document")
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as e:
+            raise ParseError(source, f"invalid UTF-16: {e.reason}", position=e.start) from e
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            try:
+                text = data.decode("cp1252")
+                used = "cp1252"
+            except UnicodeDecodeError:
+                text = data.decode("latin-1")
+                used = "latin-1"
+            warnings.append(f"invalid UTF-8 at byte {e.start}; decoded as {used}")
+    return normalize_newlines(text), warnings
+
+
+def normalize_newlines(text: str) -> str:
+    """`\\r\\n` and lone `\\r` become `\\n` (what markdown-it and most tools assume)."""
+    return _NEWLINES.sub("\n", text) if "\r" in text else text
+
+
+class LineIndex:
+    """Line numbers <-> `str` offsets for one text (0-based lines)."""
+
+    __slots__ = ("starts", "length")
+
+    def __init__(self, text: str) -> None:
+        starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        self.starts = starts
+        self.length = len(text)
+
+    def offset(self, line: int) -> int:
+        """Offset of the first character of `line`; `len(text)` past the last line."""
+        return self.starts[line] if line < len(self.starts) else self.length
+
+    def line_of(self, offset: int) -> int:
+        """0-based line holding `offset`."""
+        return bisect_right(self.starts, offset) - 1
+
+
+class ByteOffsets:
+    """UTF-8 byte offsets -> `str` indices for one text (tree-sitter, tiktoken offsets)."""
+
+    __slots__ = ("_cum", "_ascii")
+
+    def __init__(self, text: str) -> None:
+        self._ascii = text.isascii()
+        # _cum[i] = byte offset of character i; only built for non-ASCII text.
+        self._cum: list[int] = [] if self._ascii else [0, *accumulate(
+            1 if c < "\x80" else 2 if c < "\u0800" else 3 if c < "\U00010000" else 4 for c in text
+        )]
+
+    def to_str(self, byte_offset: int) -> int:
+        """The `str` index of the character starting at `byte_offset` (or the one containing it)."""
+        if self._ascii:
+            return byte_offset
+        return bisect_right(self._cum, byte_offset) - 1
