@@ -1,0 +1,195 @@
+"""The Python API: `Chunker` holds options; `chunk_text`, `chunk_file`, `parse_file` are
+one-call conveniences.
+
+    >>> from chunkwise import Chunker
+    >>> chunker = Chunker(max_tokens=512, tokenizer="cl100k_base")
+    >>> chunks = chunker.chunk_file("docs/guide.md")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import ChunkwiseError, ConfigError, ParseError
+from .fitter import Fitter, Piece
+from .model import Chunk, ParsedDocument
+from .sizing import get_sizer
+from .textio import LineIndex
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = ("structure",)
+#: formats whose canonical text is the file itself, so line numbers mean something
+_LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
+_MIN_TOKENS = 16
+
+
+class Chunker:
+    """Chunking options, validated once; reusable across documents and threads.
+
+    Args:
+        max_tokens: budget for every chunk's embed text (context + text).
+        tokenizer: `minilm` (default, the embedder's), `cl100k_base`, `o200k_base`,
+            `chars`, or a path to a Hugging Face `tokenizer.json`.
+        overlap: tokens of the previous chunk repeated at the start of the next one
+            (reserved inside the budget); must be less than half of `max_tokens`.
+        strategy: `structure` (sections first, recursive fallback).
+    """
+
+    def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
+                 strategy: str = "structure") -> None:
+        if not isinstance(max_tokens, int) or max_tokens < _MIN_TOKENS:
+            raise ConfigError(f"max_tokens must be an integer >= {_MIN_TOKENS}, got {max_tokens!r}")
+        if not isinstance(overlap, int) or overlap < 0:
+            raise ConfigError(f"overlap must be a non-negative integer, got {overlap!r}")
+        if overlap * 2 >= max_tokens:
+            raise ConfigError(f"overlap ({overlap}) must be less than half of max_tokens ({max_tokens})")
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+        self.max_tokens = max_tokens
+        self.tokenizer = tokenizer
+        self.overlap = overlap
+        self.strategy = strategy
+        self.sizer = get_sizer(tokenizer)
+        self.fingerprint = hashlib.blake2b(
+            f"chunkwise-1|{tokenizer}|{max_tokens}|{overlap}|{strategy}".encode(), digest_size=8
+        ).hexdigest()
+
+    def __repr__(self) -> str:
+        return (f"Chunker(max_tokens={self.max_tokens}, tokenizer={self.tokenizer!r}, "
+                f"overlap={self.overlap}, strategy={self.strategy!r})")
+
+    # -- parsing ------------------------------------------------------------------------
+    def parse_bytes(self, data: bytes, *, source: str, format: str | None = None) -> ParsedDocument:
+        return parse_bytes(data, source=source, format=format)
+
+    # -- chunking -----------------------------------------------------------------------
+    def chunk_document(self, doc: ParsedDocument) -> list[Chunk]:
+        """Chunks of an already parsed document."""
+        if not doc.text.strip():
+            return []
+        fitter = Fitter(self.sizer, self.max_tokens - self.overlap)
+        pieces = fitter.fit(doc)
+        if self.overlap:
+            pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, self.max_tokens)
+        lines = LineIndex(doc.text) if doc.format in _LINE_FORMATS else None
+        doc_meta = dict(doc.meta)
+        return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
+
+    def chunk_bytes(self, data: bytes, *, source: str, format: str | None = None) -> list[Chunk]:
+        return self.chunk_document(parse_bytes(data, source=source, format=format))
+
+    def chunk_text(self, text: str, *, format: str = "text", source: str = "<text>") -> list[Chunk]:
+        return self.chunk_bytes(text.encode("utf-8"), source=source, format=format)
+
+    def chunk_file(self, path: str | os.PathLike, *, format: str | None = None,
+                   source: str | None = None) -> list[Chunk]:
+        return self.chunk_document(parse_file(path, format=format, source=source))
+
+    def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineIndex | None,
+               doc_meta: dict) -> Chunk:
+        text = doc.text[p.start:p.end]
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(f"{doc.source}\0{p.start}\0{p.end}\0{self.fingerprint}\0".encode())
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        meta = {**doc_meta, **p.meta}
+        if lines is not None:
+            meta["line_start"] = lines.line_of(p.start) + 1
+            meta["line_end"] = lines.line_of(p.end - 1) + 1
+        page_start, page_end = doc.pages_of(p.start, p.end)
+        return Chunk(id=digest.hexdigest(), source=doc.source, format=doc.format, text=text,
+                     start=p.start, end=p.end, context=p.context, section_path=p.owner.path,
+                     page_start=page_start, page_end=page_end, kinds=p.kinds, tokens=p.tokens,
+                     meta=meta)
+
+
+def _with_overlap(pieces: list[Piece], text: str, count, overlap: int, budget: int) -> list[Piece]:
+    """Extend each chunk back over the tail of the previous one, up to `overlap` tokens,
+    starting at a word; the budget still holds (it was reserved while packing)."""
+    out = pieces[:1]
+    for prev, cur in zip(pieces, pieces[1:]):
+        starts = [i for i in range(prev.start + 1, cur.start)
+                  if not text[i].isspace() and text[i - 1].isspace()]
+        starts = [prev.start, *starts]
+        lo, hi = 0, len(starts)  # smallest index whose tail fits the overlap and the budget
+        while lo < hi:
+            mid = (lo + hi) // 2
+            s = starts[mid]
+            embed = f"{cur.context}\n\n{text[s:cur.end]}" if cur.context else text[s:cur.end]
+            if count(text[s:cur.start].rstrip()) <= overlap and count(embed) <= budget:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(starts) and starts[lo] < cur.start:
+            s = starts[lo]
+            embed = f"{cur.context}\n\n{text[s:cur.end]}" if cur.context else text[s:cur.end]
+            cur = replace(cur, start=s, tokens=count(embed))
+        out.append(cur)
+    return out
+
+
+def parse_bytes(data: bytes, *, source: str, format: str | None = None) -> ParsedDocument:
+    """Parse bytes with the parser of `format` (detected from `source` and content if None).
+
+    Any failure is a `ParseError` naming the source, so a corpus run can continue.
+    """
+    from chunkwise.parsers import detect_format, get_parser
+
+    fmt = format or detect_format(source, data)
+    parse = get_parser(fmt)
+    try:
+        doc = parse(data, source=source)
+    except ChunkwiseError:
+        raise
+    except RecursionError as e:
+        raise ParseError(source, "document nested too deeply") from e
+    except MemoryError as e:
+        raise ParseError(source, "document too large for memory") from e
+    except Exception as e:  # a parser bug must not stop a corpus run
+        log.debug("parser %s failed on %s", fmt, source, exc_info=True)
+        raise ParseError(source, f"{fmt} parser failed: {type(e).__name__}: {e}") from e
+    for warning in doc.warnings:
+        log.warning("%s: %s", source, warning)
+    return doc
+
+
+def parse_file(path: str | os.PathLike, *, format: str | None = None,
+               source: str | None = None) -> ParsedDocument:
+    """Read and parse one file; `ParseError` if it cannot be read."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ParseError(str(path), f"cannot read: {e.strerror or e}") from e
+    return parse_bytes(data, source=source or str(path), format=format)
+
+
+def chunk_text(text: str, *, format: str = "text", source: str = "<text>", **options) -> list[Chunk]:
+    """Chunk a string (`format`: markdown, text, html, python, csv, …)."""
+    return Chunker(**options).chunk_text(text, format=format, source=source)
+
+
+def chunk_file(path: str | os.PathLike, *, format: str | None = None, **options) -> list[Chunk]:
+    """Chunk one file; the format comes from its extension, else its content."""
+    return Chunker(**options).chunk_file(path, format=format)
+
+
+def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
+    """Files to process: explicit files as given; folders walked recursively, in sorted
+    order, keeping files of known formats and skipping hidden files and folders."""
+    from chunkwise.parsers import EXTENSIONS
+
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if not name.startswith(".") and Path(name).suffix.lower() in EXTENSIONS:
+                        yield Path(root) / name
+        else:
+            yield path

@@ -1,0 +1,285 @@
+"""The one generic fitter: sizes a document's section tree to a token budget.
+
+Packing works on *units* (the tiled children of a node, or pieces of a leaf's text). Whole
+consecutive units are merged while their estimated size fits; the merge is then counted
+exactly on the embed text (context included) and shrunk if the estimate was optimistic. A
+unit that does not fit alone is split at its own children, or, for a leaf, at blank lines,
+then lines, sentences, words and finally characters. Each leaf is counted once for the
+estimates and each emitted chunk once exactly, so the work is about two tokenizer passes.
+
+Work is driven by an explicit stack (no recursion), so deeply nested documents are safe.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .model import ParsedDocument
+from .sizing import Sizer
+from .structure import Node, build_tree
+
+# Leaf split levels, coarsest first; each pattern matches the separator after a piece.
+_SEPARATORS = (
+    re.compile(r"\n[ \t]*\n\s*"),  # paragraphs
+    re.compile(r"\n\s*"),  # lines
+    re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？])\s*"),  # sentences
+    re.compile(r"\s+"),  # words
+)
+_CHARS = len(_SEPARATORS)
+_NONSPACE = re.compile(r"\S")
+_STRUCTURAL = frozenset({"document", "section"})
+#: a character-level piece is never longer than this many characters per budget token
+_MAX_CHARS_PER_TOKEN = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A planned chunk before ids are assigned (offsets are whitespace-trimmed)."""
+
+    start: int
+    end: int
+    context: str
+    tokens: int
+    owner: Node
+    kinds: tuple[str, ...]
+    meta: dict[str, Any]
+
+
+class _Unit:
+    __slots__ = ("start", "end", "est", "node", "level")
+
+    def __init__(self, start: int, end: int, est: int, node: Node | None, level: int) -> None:
+        self.start, self.end, self.est, self.node, self.level = start, end, est, node, level
+
+
+class Fitter:
+    """Fits one document at a time; holds per-document memos only while fitting."""
+
+    def __init__(self, sizer: Sizer, max_tokens: int, *, context_share: float = 0.5) -> None:
+        self.sizer = sizer
+        self.budget = max_tokens
+        self.context_limit = max(1, int(max_tokens * context_share))
+
+    # -- public -------------------------------------------------------------------------
+    def fit(self, doc: ParsedDocument, root: Node | None = None) -> list[Piece]:
+        """Plan the chunks of a document, in document order."""
+        self.doc, self.text = doc, doc.text
+        self._ctx_memo: dict[str, tuple[str, int]] = {}
+        self._tstart: dict[int, int] = {}
+        root = root or build_tree(doc)
+        self._est = self._estimate(root)
+        out: list[Piece] = []
+        stack: list[tuple] = [("node", root, (root,))]
+        while stack:
+            item = stack.pop()
+            if item[0] == "emit":
+                out.append(item[1])
+            elif item[0] == "node":
+                _, node, chain = item
+                stack.extend(reversed(self._plan_node(node, chain)))
+            else:  # ("text", start, end, level, chain)
+                _, a, b, level, chain = item
+                stack.extend(reversed(self._plan_text(a, b, level, chain)))
+        del self.doc, self.text, self._ctx_memo, self._tstart, self._est
+        return out
+
+    # -- estimates ----------------------------------------------------------------------
+    def _estimate(self, root: Node) -> dict[int, int]:
+        """Token estimate of every node: leaves counted once, parents summed."""
+        order: list[Node] = []
+        todo = [root]
+        while todo:
+            node = todo.pop()
+            order.append(node)
+            todo.extend(node.children)
+        leaves = [n for n in order if not n.children]
+        text, over = self.text, self.sizer.overhead
+        counts = self.sizer.count_many([text[n.start:n.end].strip() for n in leaves])
+        est = {id(n): c for n, c in zip(leaves, counts)}
+        for node in reversed(order):  # children before parents
+            if node.children:
+                est[id(node)] = sum(est[id(c)] for c in node.children) - over * (
+                    len(node.children) - 1)
+        return est
+
+    # -- planning -----------------------------------------------------------------------
+    def _plan_node(self, node: Node, chain: tuple[Node, ...]) -> list[tuple]:
+        if not node.children:
+            return self._plan_text(node.start, node.end, 0, chain)
+        units = [_Unit(c.start, c.end, self._est[id(c)], c, 0) for c in node.children]
+        return self._pack(units, chain)
+
+    def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...]) -> list[tuple]:
+        a, b = self._trim(a, b)
+        if a >= b:
+            return []
+        while level < _CHARS:
+            cuts = [m.end() for m in _SEPARATORS[level].finditer(self.text, a, b)]
+            cuts = [c for c in cuts if a < c < b]
+            if cuts:
+                bounds = [a, *cuts, b]
+                spans = list(zip(bounds, bounds[1:]))
+                texts = [self.text[s:e].strip() for s, e in spans]
+                ests = self.sizer.count_many(texts)
+                units = [_Unit(s, e, c, None, level) for (s, e), c in zip(spans, ests)]
+                return self._pack(units, chain)
+            level += 1
+        return self._split_chars(a, b, chain)
+
+    def _pack(self, units: list[_Unit], chain: tuple[Node, ...]) -> list[tuple]:
+        """Greedy merge of whole consecutive units; oversized units become split tasks."""
+        plan: list[tuple] = []
+        over, budget = self.sizer.overhead, self.budget
+        i, n = 0, len(units)
+        while i < n:
+            tstart, _ = self._trim(units[i].start, units[i].end)
+            _, ccost = self._context(chain, chain[-1], tstart)
+            total, j = over + ccost, i
+            while j < n and total + units[j].est - over <= budget:
+                total += units[j].est - over
+                j += 1
+            if j == i and units[i].est - over + ccost <= budget * 1.25:
+                j = i + 1  # estimates run high: count before splitting a near miss
+            piece = None
+            while j > i:
+                piece = self._piece(units, i, j, chain)
+                if piece is None or piece.tokens <= budget:
+                    break
+                j -= 1
+                piece = None
+            if j == i:  # the first unit alone does not fit: split it
+                plan.append(self._split_task(units[i], chain))
+                i += 1
+                continue
+            # estimates run high: take more whole units while the exact count allows
+            while piece is not None and j < n and piece.tokens + units[j].est - over <= budget:
+                bigger = self._piece(units, i, j + 1, chain)
+                if bigger is None or bigger.tokens > budget:
+                    break
+                piece, j = bigger, j + 1
+            if piece is not None:
+                plan.append(("emit", piece))
+            i = j
+        return plan
+
+    def _split_task(self, unit: _Unit, chain: tuple[Node, ...]) -> tuple:
+        if unit.node is not None:
+            return ("node", unit.node, (*chain, unit.node))
+        return ("text", unit.start, unit.end, unit.level + 1, chain)
+
+    def _piece(self, units: list[_Unit], i: int, j: int, chain: tuple[Node, ...]) -> Piece | None:
+        start, end = self._trim(units[i].start, units[j - 1].end)
+        if start >= end:
+            return None
+        first = units[i].node
+        if j - i == 1 and first is not None:
+            chain = (*chain, first)
+        owner = chain[-1]
+        context, _ = self._context(chain, owner, start)
+        tokens = self._count(context, start, end)
+        run = [u.node for u in units[i:j]] if units[i].node is not None and j - i > 1 else []
+        return Piece(start, end, context, tokens, owner, self._kinds(chain, run),
+                     self._meta(chain, run))
+
+    def _split_chars(self, a: int, b: int, chain: tuple[Node, ...]) -> list[tuple]:
+        """Last resort: the longest prefix that fits, by binary search on exact counts."""
+        plan: list[tuple] = []
+        cap = self.budget * _MAX_CHARS_PER_TOKEN
+        while a < b:
+            context, _ = self._context(chain, chain[-1], a)
+            lo, hi = a + 1, min(b, a + cap)
+            while lo < hi:  # largest end in [lo, hi] that fits
+                mid = (lo + hi + 1) // 2
+                if self._count(context, a, mid) <= self.budget:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            s, e = self._trim(a, lo)
+            if s < e:
+                plan.append(("emit", Piece(s, e, context, self._count(context, s, e), chain[-1],
+                                           self._kinds(chain, []), self._meta(chain, []))))
+            a, _ = self._trim(lo, b) if lo < b else (b, b)
+        return plan
+
+    # -- helpers ------------------------------------------------------------------------
+    def _trim(self, a: int, b: int) -> tuple[int, int]:
+        text = self.text
+        m = _NONSPACE.search(text, a, b)
+        if m is None:
+            return b, b
+        a = m.start()
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        return a, b
+
+    def _node_start(self, node: Node) -> int:
+        key = id(node)
+        if key not in self._tstart:
+            self._tstart[key] = self._trim(node.start, node.end)[0]
+        return self._tstart[key]
+
+    def _context(self, chain: tuple[Node, ...], owner: Node, start: int) -> tuple[str, int]:
+        """Context for a chunk starting at `start`, and its estimated token cost."""
+        parts = []
+        if self.doc.path_in_context and owner.path:
+            parts.append(" > ".join(owner.path))
+        for node in chain:
+            if node.context and start > self._node_start(node):
+                parts.append(node.context)
+        raw = "\n".join(parts)
+        hit = self._ctx_memo.get(raw)
+        if hit is None:
+            ctx = self._limit_context(raw)
+            cost = self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
+            hit = self._ctx_memo[raw] = (ctx, cost)
+        return hit
+
+    def _limit_context(self, ctx: str) -> str:
+        """Context may use at most `context_limit` tokens: cut it at a line, else a char."""
+        count, limit = self.sizer.count, self.context_limit
+        if not ctx or count(ctx) <= limit:
+            return ctx
+        lo, hi = 0, len(ctx)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count(ctx[:mid].rstrip()) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        cut = ctx[:lo]
+        nl = cut.rfind("\n")
+        return (cut[:nl] if nl > 0 else cut).rstrip()
+
+    def _count(self, context: str, a: int, b: int) -> int:
+        text = self.text[a:b]
+        return self.sizer.count(f"{context}\n\n{text}" if context else text)
+
+    def _kinds(self, chain: tuple[Node, ...], run: list[Node]) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for node in chain:
+            if node.kind not in _STRUCTURAL:
+                seen[node.kind] = None
+        todo = list(reversed(run))
+        while todo:
+            node = todo.pop()
+            if node.kind not in _STRUCTURAL:
+                seen[node.kind] = None
+            todo.extend(reversed(node.children))
+        return tuple(seen)
+
+    @staticmethod
+    def _meta(chain: tuple[Node, ...], run: list[Node]) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
+        for node in chain:
+            meta.update(node.meta)
+        for node in run:  # a run of sections: *_start takes the min, *_end the max
+            for key, value in node.meta:
+                if key.endswith("_start"):
+                    meta[key] = min(meta.get(key, value), value)
+                elif key.endswith("_end"):
+                    meta[key] = max(meta.get(key, value), value)
+                else:
+                    meta.setdefault(key, value)
+        return meta

@@ -1,0 +1,129 @@
+"""Token counting: one factory builds every sizer the fitter can use.
+
+A sizer counts tokens of a string exactly as the embedding model (or LLM) would see it, with
+special-token text counted as ordinary text. `minilm` counts `[CLS]` and `[SEP]` too, because
+the model's 256-token window includes them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import ConfigError, MissingDependencyError
+
+TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
+BUILTIN = ("minilm", *TIKTOKEN_ENCODINGS, "chars")
+_tiktoken_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Sizer:
+    """A named token counter.
+
+    `count` is exact; `count_many` is the same over a batch (faster where the tokenizer has a
+    batch API). `overhead` is `count("")`: tokens added to every text (e.g. `[CLS]`/`[SEP]`),
+    so that the sum of two parts' counts minus `overhead` estimates the count of the whole.
+    """
+
+    name: str
+    count: Callable[[str], int]
+    count_many: Callable[[Sequence[str]], list[int]]
+    overhead: int = 0
+
+
+def minilm_tokenizer_path() -> Path:
+    """The all-MiniLM-L6-v2 `tokenizer.json` shipped inside the package."""
+    return Path(__file__).parent / "data" / "minilm-tokenizer.json"
+
+
+@lru_cache(maxsize=8)
+def get_sizer(spec: str) -> Sizer:
+    """Build a sizer from a name (`minilm`, `cl100k_base`, `o200k_base`, `chars`) or the path
+    of a Hugging Face `tokenizer.json`. Raises `ConfigError` for anything else."""
+    if spec == "chars":
+        return Sizer("chars", len, lambda texts: [len(t) for t in texts])
+    if spec in TIKTOKEN_ENCODINGS:
+        return _tiktoken_sizer(spec)
+    if spec == "minilm":
+        return _hf_sizer("minilm", minilm_tokenizer_path())
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if path.suffix == ".json" and path.is_file():
+        return _hf_sizer(str(path), path)
+    raise ConfigError(
+        f"unknown tokenizer {spec!r}: use one of {', '.join(BUILTIN)} or a tokenizer.json path"
+    )
+
+
+def _tiktoken_encoding(name: str):
+    try:
+        import tiktoken
+    except ImportError as e:  # pragma: no cover - a core dependency
+        raise MissingDependencyError("tiktoken") from e
+    with _tiktoken_lock:
+        # llama-index-core ships the BPE files; point tiktoken at them so nothing downloads.
+        # The variable is set only for the duration of the load (tiktoken caches the encoding).
+        old = os.environ.get("TIKTOKEN_CACHE_DIR")
+        cache = _llama_index_tiktoken_cache()
+        if cache is not None and old is None:
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception as e:
+            raise ConfigError(f"cannot load tiktoken encoding {name!r} offline: {e}") from e
+        finally:
+            if cache is not None and old is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+
+
+def _llama_index_tiktoken_cache() -> Path | None:
+    try:
+        import llama_index.core as lic
+    except ImportError:
+        return None
+    cache = Path(lic.__file__).parent / "_static" / "tiktoken_cache"
+    return cache if cache.is_dir() else None
+
+
+def _tiktoken_sizer(name: str) -> Sizer:
+    enc = _tiktoken_encoding(name)
+    encode = enc.encode_ordinary
+
+    def count(text: str) -> int:
+        return len(encode(text))
+
+    def count_many(texts: Sequence[str]) -> list[int]:
+        return [len(encode(t)) for t in texts]
+
+    return Sizer(name, count, count_many, 0)
+
+
+def _hf_sizer(name: str, path: Path) -> Sizer:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as e:  # pragma: no cover - a core dependency
+        raise MissingDependencyError("tokenizers") from e
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as e:
+        raise ConfigError(f"cannot load tokenizer {path}: {e}") from e
+    tok.no_truncation()
+    tok.no_padding()
+    encode = tok.encode
+    encode_batch = tok.encode_batch
+
+    def count(text: str) -> int:
+        return len(encode(text).ids)
+
+    def count_many(texts: Sequence[str]) -> list[int]:
+        if len(texts) < 4:
+            return [len(encode(t).ids) for t in texts]
+        return [len(e.ids) for e in encode_batch(list(texts))]
+
+    return Sizer(name, count, count_many, count(""))

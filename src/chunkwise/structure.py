@@ -1,0 +1,88 @@
+"""From a parser's flat list of sections to a tiled tree.
+
+Parsers list sections in any order; here they become a tree by span containment, and each
+node's children are stretched to *tile* it: text a parser left between children (a heading
+line, a table's header row) joins the child that follows it, trailing text joins the last
+child. So a heading always travels with its content, and the fitter only ever deals with
+whole children. `chunkwise sections` prints these tiled spans, so what the fitter respects
+is exactly what anyone can check.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .model import ParsedDocument, Section
+
+
+class Node:
+    """A section in the tree (mutable while the tree is built, read-only afterwards)."""
+
+    __slots__ = ("start", "end", "level", "kind", "path", "context", "meta", "children")
+
+    def __init__(self, start: int, end: int, level: int, kind: str, path: tuple[str, ...],
+                 context: str = "", meta: tuple[tuple[str, Any], ...] = ()) -> None:
+        self.start = start
+        self.end = end
+        self.level = level
+        self.kind = kind
+        self.path = path
+        self.context = context
+        self.meta = meta
+        self.children: list[Node] = []
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Node({self.kind}, {self.start}:{self.end}, {len(self.children)} children)"
+
+
+def build_tree(doc: ParsedDocument) -> Node:
+    """The tiled section tree of a document; the root spans the whole text."""
+    n = len(doc.text)
+    root_path = (doc.title,) if doc.title else ()
+    root = Node(0, n, 1 << 30, "document", root_path)
+    secs = [s for s in doc.sections if _clip(s, n)[0] < _clip(s, n)[1]]
+    # Parents before children: by start, then longest, then highest level.
+    secs.sort(key=lambda s: (s.start, -s.end, -s.level))
+    stack = [root]
+    for s in secs:
+        start, end = _clip(s, n)
+        while stack[-1] is not root and stack[-1].end <= start:
+            stack.pop()
+        top = stack[-1]
+        if end > top.end:  # partial overlap (a parser bug): keep the tree well-formed
+            end = top.end
+        if start >= end:
+            continue
+        node = Node(start, end, s.level, s.kind, s.path or top.path, s.context, s.meta)
+        top.children.append(node)
+        stack.append(node)
+    _tile(root)
+    return root
+
+
+def _clip(s: Section, n: int) -> tuple[int, int]:
+    return max(0, min(s.start, n)), max(0, min(s.end, n))
+
+
+def _tile(root: Node) -> None:
+    """Stretch children to cover their parent exactly (iteratively: trees can be deep)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        kids = node.children
+        if not kids:
+            continue
+        kids[0].start = node.start
+        for prev, cur in zip(kids, kids[1:]):
+            cur.start = prev.end
+        kids[-1].end = node.end
+        todo.extend(kids)
+
+
+def walk(root: Node) -> Iterator[tuple[Node, int]]:
+    """All nodes below the root in document order, with their depth (root children: 1)."""
+    todo = [(c, 1) for c in reversed(root.children)]
+    while todo:
+        node, depth = todo.pop()
+        yield node, depth
+        todo.extend((c, depth + 1) for c in reversed(node.children))
