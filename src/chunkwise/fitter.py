@@ -79,9 +79,9 @@ class Fitter:
             elif item[0] == "node":
                 _, node, chain = item
                 stack.extend(reversed(self._plan_node(node, chain)))
-            else:  # ("text", start, end, level, chain)
-                _, a, b, level, chain = item
-                stack.extend(reversed(self._plan_text(a, b, level, chain)))
+            else:  # ("text", start, end, level, chain, glue)
+                _, a, b, level, chain, glue = item
+                stack.extend(reversed(self._plan_text(a, b, level, chain, glue)))
         del self.doc, self.text, self._ctx_memo, self._tstart, self._est
         return out
 
@@ -107,28 +107,31 @@ class Fitter:
     # -- planning -----------------------------------------------------------------------
     def _plan_node(self, node: Node, chain: tuple[Node, ...]) -> list[tuple]:
         if not node.children:
-            return self._plan_text(node.start, node.end, 0, chain)
+            return self._plan_text(node.start, node.end, 0, chain, node.own_start)
         units = [_Unit(c.start, c.end, self._est[id(c)], c, 0) for c in node.children]
         return self._pack(units, chain)
 
-    def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...]) -> list[tuple]:
+    def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
+                   glue: int) -> list[tuple]:
+        """Split a leaf's text; no cut before `glue`, so that a heading the leaf absorbed
+        stays with the start of its content."""
         a, b = self._trim(a, b)
         if a >= b:
             return []
         while level < _CHARS:
             cuts = [m.end() for m in _SEPARATORS[level].finditer(self.text, a, b)]
-            cuts = [c for c in cuts if a < c < b]
+            cuts = [c for c in cuts if a < c < b and c > glue]
             if cuts:
                 bounds = [a, *cuts, b]
                 spans = list(zip(bounds, bounds[1:]))
                 texts = [self.text[s:e].strip() for s, e in spans]
                 ests = self.sizer.count_many(texts)
                 units = [_Unit(s, e, c, None, level) for (s, e), c in zip(spans, ests)]
-                return self._pack(units, chain)
+                return self._pack(units, chain, glue)
             level += 1
         return self._split_chars(a, b, chain)
 
-    def _pack(self, units: list[_Unit], chain: tuple[Node, ...]) -> list[tuple]:
+    def _pack(self, units: list[_Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
         """Greedy merge of whole consecutive units; oversized units become split tasks."""
         plan: list[tuple] = []
         over, budget = self.sizer.overhead, self.budget
@@ -150,7 +153,7 @@ class Fitter:
                 j -= 1
                 piece = None
             if j == i:  # the first unit alone does not fit: split it
-                plan.append(self._split_task(units[i], chain))
+                plan.append(self._split_task(units[i], chain, glue))
                 i += 1
                 continue
             # estimates run high: take more whole units while the exact count allows
@@ -164,10 +167,10 @@ class Fitter:
             i = j
         return plan
 
-    def _split_task(self, unit: _Unit, chain: tuple[Node, ...]) -> tuple:
+    def _split_task(self, unit: _Unit, chain: tuple[Node, ...], glue: int) -> tuple:
         if unit.node is not None:
             return ("node", unit.node, (*chain, unit.node))
-        return ("text", unit.start, unit.end, unit.level + 1, chain)
+        return ("text", unit.start, unit.end, unit.level + 1, chain, glue)
 
     def _piece(self, units: list[_Unit], i: int, j: int, chain: tuple[Node, ...]) -> Piece | None:
         start, end = self._trim(units[i].start, units[j - 1].end)

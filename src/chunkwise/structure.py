@@ -18,12 +18,15 @@ from .model import ParsedDocument, Section
 class Node:
     """A section in the tree (mutable while the tree is built, read-only afterwards)."""
 
-    __slots__ = ("start", "end", "level", "kind", "path", "context", "meta", "children")
+    __slots__ = ("start", "end", "own_start", "level", "kind", "path", "context", "meta",
+                 "children")
 
     def __init__(self, start: int, end: int, level: int, kind: str, path: tuple[str, ...],
                  context: str = "", meta: tuple[tuple[str, Any], ...] = ()) -> None:
         self.start = start
         self.end = end
+        #: where the parser said the section starts; text before it (a heading) is glued on
+        self.own_start = start
         self.level = level
         self.kind = kind
         self.path = path

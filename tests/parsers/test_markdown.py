@@ -1,0 +1,110 @@
+"""Markdown parser and chunking: heading paths, tables, code, front matter, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from chunkwise import Chunker, ParseError, chunk_file, chunk_text
+from chunkwise.api import parse_bytes
+
+from conftest import FIXTURES, corpus_files
+
+
+def _last_heading(chunk, text):
+    """The nearest heading line above the chunk start (or at it), as markdown-it saw it."""
+    return chunk.section_path[-1] if chunk.section_path else None
+
+
+def test_heading_path_and_heading_with_content():
+    body = "words " * 8
+    md = f"# Guide\n\nIntro {body}\n\n## Install\n\nRun pip {body}\n\n## Use\n\nCall it {body}\n"
+    chunks = chunk_text(md, format="markdown", max_tokens=24)
+    assert [c.section_path for c in chunks] == [("Guide",), ("Guide", "Install"), ("Guide", "Use")]
+    assert chunks[1].text.startswith("## Install") and "Run pip" in chunks[1].text
+    assert chunks[1].context == "Guide > Install"
+
+
+def test_front_matter_title_starts_the_path():
+    md = "---\ntitle: My Doc\n---\n\n# Part\n\nBody text.\n"
+    doc = parse_bytes(md.encode(), source="x.md")
+    assert doc.title == "My Doc"
+    assert {s.path for s in doc.sections if s.kind == "section"} == {("My Doc", "Part")}
+    assert chunk_text(md, format="markdown")[0].section_path == ("My Doc",)
+
+
+def test_table_split_repeats_header_and_never_splits_rows():
+    rows = "\n".join(f"| row {i} | value number {i} |" for i in range(200))
+    md = f"# T\n\n| name | value |\n|---|---|\n{rows}\n"
+    chunks = chunk_text(md, format="markdown", max_tokens=64)
+    assert len(chunks) > 5
+    for c in chunks[1:]:
+        assert "| name | value |" in c.context
+        assert all(line.startswith("| row") and line.endswith("|") for line in c.text.split("\n"))
+    assert "| name | value |" in chunks[0].text
+
+
+def test_code_fence_split_keeps_lines_and_language():
+    code = "\n".join(f"x_{i} = compute({i}, {i + 1})" for i in range(300))
+    md = f"## Code\n\n```python\n{code}\n```\n"
+    chunks = chunk_text(md, format="markdown", max_tokens=64)
+    assert len(chunks) > 3
+    for c in chunks[1:]:
+        assert "```python" in c.context
+        assert all(line.startswith(("x_", "```")) for line in c.text.split("\n"))
+
+
+def _headings(text):
+    """(offset, text) of every heading, from an independent full markdown-it parse."""
+    from markdown_it import MarkdownIt
+
+    from chunkwise.textio import LineIndex
+
+    lines = LineIndex(text)
+    toks = MarkdownIt("commonmark").parse(text)
+    return [(lines.offset(t.map[0]), "".join(c.content for c in toks[i + 1].children
+                                              if c.type in ("text", "code_inline")))
+            for i, t in enumerate(toks) if t.type == "heading_open" and t.level == 0]
+
+
+def test_every_chunk_path_ends_with_the_heading_it_sits_under():
+    for path in [FIXTURES / "fastapi__features.md", FIXTURES / "mkdocs-material__reference__data-tables.md"]:
+        doc = parse_bytes(path.read_bytes(), source=str(path))
+        heads = _headings(doc.text)
+        chunks = chunk_file(path, max_tokens=96)
+        assert len(chunks) > 5
+        for c in chunks:
+            above = [h for off, h in heads if off <= c.start]
+            inside = [h for off, h in heads if c.start < off < c.end]
+            if above and not inside:
+                want = " ".join(above[-1].split()).split(" {")[0].strip()
+                assert c.section_path[-1] == want, (c.section_path, c.text[:60])
+
+
+def test_no_chunk_is_only_a_heading():
+    for path in corpus_files("markdown")[:20]:
+        for c in chunk_file(path, max_tokens=128):
+            lines = [ln for ln in c.text.split("\n") if ln.strip()]
+            assert not all(ln.lstrip().startswith("#") for ln in lines) or c.end == len(
+                parse_bytes(path.read_bytes(), source=str(path)).text.rstrip()), (path, c.text)
+
+
+def test_binary_data_as_markdown_is_a_parse_error():
+    with pytest.raises(ParseError, match="binary"):
+        parse_bytes(bytes(range(256)) * 100, source="x.md")
+
+
+def test_invalid_utf8_decodes_with_a_warning():
+    doc = parse_bytes(b"# Caf\xe9\n\nna\xefve text\n", source="x.md")
+    assert doc.text.startswith("# Café")
+    assert any("invalid UTF-8" in w for w in doc.warnings)
+
+
+def test_empty_file_gives_no_chunks():
+    assert Chunker().chunk_bytes(b"", source="e.md") == []
+    assert Chunker().chunk_bytes(b"\n\n  \n", source="e.md") == []
+
+
+def test_deeply_nested_quotes_and_lists_do_not_crash():
+    md = ">" * 100_000 + " deep\n" + "\n".join("  " * i + "- x" for i in range(2000))
+    chunks = chunk_text(md, format="markdown", max_tokens=128)
+    assert chunks

@@ -1,0 +1,34 @@
+"""Plain text parser: paragraphs, unambiguous headings only."""
+
+from __future__ import annotations
+
+from chunkwise import chunk_file, chunk_text
+from chunkwise.api import parse_bytes
+
+from conftest import FIXTURES
+
+
+def test_chapters_become_headings_with_subtitle():
+    chunks = chunk_file(FIXTURES / "alice-in-wonderland.txt")
+    paths = {c.section_path for c in chunks}
+    assert ("CHAPTER I: Down the Rabbit-Hole",) in paths
+    assert ("CHAPTER XII: Alice's Evidence",) in paths
+    assert len([p for p in paths if p]) == 12
+
+
+def test_no_guessed_headings_in_ordinary_prose():
+    text = "Short line\n\nAnother paragraph here.\n\nChapter and verse are fine words.\n"
+    doc = parse_bytes(text.encode(), source="a.txt")
+    assert all(s.kind == "paragraph" for s in doc.sections)
+
+
+def test_underlined_heading():
+    body = "body text " * 12
+    text = f"Introduction\n============\n\n{body}\n\nUsage\n-----\n\nMore {body}\n"
+    chunks = chunk_text(text, max_tokens=48)
+    assert [c.section_path for c in chunks] == [("Introduction",), ("Usage",)]
+
+
+def test_crlf_and_bom_are_normalised():
+    doc = parse_bytes(b"\xef\xbb\xbfone\r\ntwo\r\n\r\nthree\r", source="a.txt")
+    assert doc.text == "one\ntwo\n\nthree\n"

@@ -1,0 +1,87 @@
+"""Hypothesis property tests of the five invariants on generated Markdown and text."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunkwise.api import Chunker
+
+from contract import check_contract
+
+WORDS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\r\n"),
+    min_size=1, max_size=12,
+).filter(lambda w: w.strip())
+LINE = st.lists(WORDS, min_size=1, max_size=30).map(" ".join)
+PARA = st.lists(LINE, min_size=1, max_size=6).map("\n".join)
+
+
+@st.composite
+def markdown_docs(draw):
+    blocks = []
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["h", "p", "p", "list", "code", "table", "quote", "setext"]))
+        if kind == "h":
+            blocks.append("#" * draw(st.integers(1, 6)) + " " + draw(LINE))
+        elif kind == "setext":
+            title = draw(LINE).strip() or "Title"
+            blocks.append(f"{title}\n{'=' * max(3, len(title))}")
+        elif kind == "p":
+            blocks.append(draw(PARA))
+        elif kind == "list":
+            blocks.append("\n".join(f"- {draw(LINE)}" for _ in range(draw(st.integers(1, 8)))))
+        elif kind == "code":
+            blocks.append("```python\n" + draw(PARA) + "\n```")
+        elif kind == "quote":
+            blocks.append("> " + draw(LINE))
+        else:
+            cols = draw(st.integers(1, 4))
+            rows = draw(st.integers(1, 15))
+            cell = WORDS.map(lambda w: w.replace("|", "/"))
+            header = "| " + " | ".join(draw(cell) for _ in range(cols)) + " |"
+            sep = "|" + "---|" * cols
+            body = ["| " + " | ".join(draw(cell) for _ in range(cols)) + " |" for _ in range(rows)]
+            blocks.append("\n".join([header, sep, *body]))
+    if draw(st.booleans()):  # repeated identical paragraphs
+        blocks += [blocks[0]] * draw(st.integers(1, 4))
+    sep = draw(st.sampled_from(["\n\n", "\r\n\r\n", "\n\n\n"]))
+    doc = sep.join(blocks)
+    return doc.replace("\n", "\r\n") if draw(st.booleans()) and "\r" not in doc else doc
+
+
+CHUNKERS = [Chunker(max_tokens=64), Chunker(max_tokens=128, tokenizer="cl100k_base"),
+            Chunker(max_tokens=40, tokenizer="chars")]
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(doc=markdown_docs(), which=st.integers(0, len(CHUNKERS) - 1))
+def test_markdown_invariants(doc, which):
+    check_contract(doc.encode("utf-8"), "gen.md", CHUNKERS[which], "markdown")
+
+
+@SETTINGS
+@given(paras=st.lists(PARA, min_size=1, max_size=30), repeat=st.integers(0, 3),
+       crlf=st.booleans(), which=st.integers(0, len(CHUNKERS) - 1))
+def test_text_invariants(paras, repeat, crlf, which):
+    paras = paras + [paras[0]] * repeat
+    doc = "\n\n".join(paras)
+    if crlf:
+        doc = doc.replace("\n", "\r\n")
+    check_contract(doc.encode("utf-8"), "gen.txt", CHUNKERS[which], "text")
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_single_5mb_line(fmt):
+    line = ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 90000)[:5_000_000]
+    chunks = check_contract(line.encode(), f"big.{fmt}", Chunker(max_tokens=256), fmt)
+    assert len(chunks) > 1000
+
+
+def test_single_line_without_spaces_is_split_by_characters():
+    data = ("é" * 50_000).encode()
+    chunks = check_contract(data, "x.txt", Chunker(max_tokens=64, tokenizer="cl100k_base"), "text")
+    assert len(chunks) > 10
