@@ -1,0 +1,95 @@
+"""Chunking throughput on the shared corpus (text + Markdown), 512 cl100k_base tokens.
+
+For every document, times (median of --runs):
+  - one tiktoken `encode_ordinary` pass over the document (the reference, 1.0x),
+  - chunkwise (parsing included),
+  - LangChain `RecursiveCharacterTextSplitter.from_tiktoken_encoder`,
+  - Chonkie `RecursiveChunker` (with the same tiktoken encoding),
+and prints, per format, the median over documents of each time as a ratio to the reference.
+It also checks linear growth: the corpus doubled and tripled (documents concatenated) should
+take about 2x and 3x the time.
+
+    python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
+Competitors are optional: `pip install langchain-text-splitters chonkie`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from chunkwise import Chunker
+from chunkwise.sizing import _tiktoken_encoding
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def timed(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def competitors(enc, budget: int) -> dict:
+    out = {}
+    try:
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        lc = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+            encoding_name="cl100k_base", chunk_size=budget, chunk_overlap=0)
+        out["langchain"] = lc.split_text
+    except ImportError:
+        pass
+    try:
+        from chonkie import RecursiveChunker
+
+        ch = RecursiveChunker(tokenizer=enc, chunk_size=budget)
+        out["chonkie"] = ch.chunk
+    except Exception:  # not installed, or its API changed
+        pass
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
+    ap.add_argument("--max-tokens", type=int, default=512)
+    args = ap.parse_args()
+    enc = _tiktoken_encoding("cl100k_base")
+    chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
+    others = competitors(enc, args.max_tokens)
+    print(f"median time / one tiktoken pass, per document ({args.runs} runs each)")
+    print(f"{'format':10} {'docs':>5} {'MB':>6} {'chunkwise':>10} " + " ".join(f"{k:>10}" for k in others))
+    for fmt, ext in (("text", "txt"), ("markdown", "md")):
+        files = sorted((args.corpus / fmt).glob(f"*.{ext}"))
+        ratios: dict[str, list[float]] = {"chunkwise": [], **{k: [] for k in others}}
+        size = 0
+        for f in files:
+            data = f.read_bytes()
+            text = data.decode("utf-8", "replace")
+            size += len(data)
+            ref = timed(lambda: enc.encode_ordinary(text), args.runs)
+            ratios["chunkwise"].append(
+                timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs) / ref)
+            for name, fn in others.items():
+                ratios[name].append(timed(lambda: fn(text), args.runs) / ref)
+        cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
+        print(f"{fmt:10} {len(files):>5} {size / 1e6:>6.2f} {cells}")
+    # linear growth: whole corpus text once, twice, three times
+    files = sorted((args.corpus / "text").glob("*.txt"))
+    base = "\n\n".join(f.read_text("utf-8", "replace") for f in files)
+    t1 = timed(lambda: chunker.chunk_text(base), 3)
+    for k in (2, 3):
+        big = "\n\n".join([base] * k)
+        tk = timed(lambda: chunker.chunk_text(big), 3)
+        print(f"linear growth: {k}x the text takes {tk / t1:.2f}x the time")
+
+
+if __name__ == "__main__":
+    main()
