@@ -94,10 +94,21 @@ class Fitter:
             node = todo.pop()
             order.append(node)
             todo.extend(node.children)
-        leaves = [n for n in order if not n.children]
         text, over = self.text, self.sizer.overhead
+        # A leaf far longer than the budget in characters will be split anyway: do not
+        # count it (its pieces are counted when it is split), estimate it as oversized.
+        too_long = self.budget * _MAX_CHARS_PER_TOKEN // 2
+        est: dict[int, int] = {}
+        leaves = []
+        for n in order:
+            if n.children:
+                continue
+            if n.end - n.start > too_long:
+                est[id(n)] = 2 * self.budget + (n.end - n.start) // too_long
+            else:
+                leaves.append(n)
         counts = self.sizer.count_many([text[n.start:n.end].strip() for n in leaves])
-        est = {id(n): c for n, c in zip(leaves, counts)}
+        est.update((id(n), c) for n, c in zip(leaves, counts))
         for node in reversed(order):  # children before parents
             if node.children:
                 est[id(node)] = sum(est[id(c)] for c in node.children) - over * (
