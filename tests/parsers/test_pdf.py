@@ -1,0 +1,439 @@
+"""The PDF parser on real PDFs (fixture and corpus), on PDFs written here byte by byte (to
+control fonts, positions and page edges), and on damaged, encrypted and empty files."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+import unicodedata
+
+import pypdf
+import pytest
+
+from chunkwise import Chunker
+from chunkwise.errors import ParseError
+from chunkwise.model import ParsedDocument
+from chunkwise.parsers import pdf
+from conftest import CORPUS, FIXTURES, corpus_files
+
+FIXTURE = FIXTURES / "latex-two-column-sample.pdf"
+IRS = "irs-irm-2.3.59-idrs-terminal-responses.pdf"
+#: every bad input must be answered (chunks or ParseError) within this many seconds
+BOUNDED = 20.0
+
+
+# ------------------------------------------------------------------------------ helpers
+def make_pdf(pages: list[list[tuple[float, float, float, str, str]] | bytes]) -> bytes:
+    """A PDF with one content stream per page: (x, y, size, font, text) lines where font is
+    F1 (Helvetica) or F2 (Helvetica-Bold), or raw content bytes."""
+    objs = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        4: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>",
+    }
+    kids, n = [], 5
+    for page in pages:
+        if isinstance(page, bytes):
+            content = page
+        else:
+            ops = []
+            for x, y, size, font, text in page:
+                t = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+                ops.append(f"BT /{font} {size} Tf {x} {y} Td ({t}) Tj ET")
+            content = "\n".join(ops).encode("latin-1")
+        objs[n] = (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {n + 1} 0 R "
+                   f"/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>").encode()
+        objs[n + 1] = b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"
+        kids.append(f"{n} 0 R")
+        n += 2
+    objs[2] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>".encode()
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for k in sorted(objs):
+        offsets[k] = len(out)
+        out += b"%d 0 obj\n" % k + objs[k] + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % n
+    for k in range(1, n):
+        out += b"%010d 00000 n \n" % offsets[k]
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (n, xref)
+    return bytes(out)
+
+
+def body(y: float, text: str, x: float = 72, size: float = 11) -> tuple:
+    return (x, y, size, "F1", text)
+
+
+def write(writer: pypdf.PdfWriter) -> bytes:
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text))
+
+
+def pypdf_words(page_texts: list[str]) -> set[str]:
+    """Words of pypdf's own page texts, as they may appear after the parser's clean-up
+    (NFKC for ligatures, control characters dropped, hyphenated line breaks joined)."""
+    out: set[str] = set()
+    for raw in page_texts:
+        t = unicodedata.normalize("NFKC", raw)
+        t = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "", t)
+        out |= _words(t) | _words(re.sub(r"[-\u00ad\u2010]\s*\n\s*", "", t))
+    return out
+
+
+def assert_pages_match(doc: ParsedDocument, chunks, data: bytes, sample: int = 0) -> None:
+    """Each chunk's words appear in pypdf's text of the chunk's pages (and, for a chunk on
+    one page, are not as well explained by the neighbouring pages)."""
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    texts = [p.extract_text() for p in reader.pages]
+    step = max(1, len(chunks) // sample) if sample else 1
+    checked = 0
+    for c in chunks[::step]:
+        words = _words(unicodedata.normalize("NFKC", c.text))
+        if len(words) < 5:
+            continue
+        ok = pypdf_words(texts[c.page_start - 1:c.page_end])
+        missing = words - ok
+        assert len(missing) <= max(1, len(words) // 50), (c.page_start, c.page_end, missing)
+        checked += 1
+    assert checked >= min(5, len(chunks) // 2)
+
+
+def assert_nested(doc: ParsedDocument) -> None:
+    """No two sections partially overlap (the core builds a tree by containment)."""
+    spans = sorted({(s.start, s.end) for s in doc.sections if s.start < s.end},
+                   key=lambda x: (x[0], -x[1]))
+    stack: list[tuple[int, int]] = []
+    for s, e in spans:
+        while stack and stack[-1][1] <= s:
+            stack.pop()
+        assert not stack or e <= stack[-1][1], f"{(s, e)} overlaps {stack[-1]}"
+        stack.append((s, e))
+
+
+def parse(data: bytes, source: str = "test.pdf") -> ParsedDocument:
+    return pdf.parse(data, source=source)
+
+
+# ------------------------------------------------------------------------------ fixture
+@pytest.fixture(scope="module")
+def fixture_doc() -> ParsedDocument:
+    return parse(FIXTURE.read_bytes(), str(FIXTURE))
+
+
+def test_fixture_text_pages_and_title(fixture_doc: ParsedDocument) -> None:
+    doc = fixture_doc
+    assert doc.format == "pdf" and doc.title == "Two-Column Document with Lorem Ipsum"
+    assert len(doc.page_starts) == 3 and doc.page_starts[0] == 0
+    for a, b in zip(doc.page_starts, doc.page_starts[1:]):
+        assert a < b and doc.text[b - 2:b] == "\n\n"  # pages joined by a blank line
+    assert doc.text.startswith("Two-Column Document with Lorem Ipsum")
+    # the folios "1", "2", "3" at the page bottoms are gone
+    for start, end in zip(doc.page_starts, [*doc.page_starts[1:], len(doc.text)]):
+        assert not re.search(r"\n\d+\s*$", doc.text[start:end])
+    assert "\ufb01" not in doc.text and "filled" in doc.text  # ligature expanded
+    assert not re.search(r"[ \t]\n", doc.text)  # no trailing spaces
+
+
+def test_fixture_headings_paragraphs_and_nesting(fixture_doc: ParsedDocument) -> None:
+    doc = fixture_doc
+    heads = {s.path[-1]: s for s in doc.sections if s.kind == "section"}
+    assert "Abstract" in heads
+    abstract = heads["Abstract"]
+    assert doc.text[abstract.start:].startswith("Abstract\n")
+    assert abstract.path == (doc.title, "Abstract")
+    paras = [s for s in doc.sections if s.kind == "paragraph"]
+    assert len(paras) >= 8  # first-line indents and gaps make paragraphs
+    assert all(p.path[0] == doc.title for p in paras)
+    assert_nested(doc)
+
+
+def test_fixture_chunk_pages_match_pypdf(fixture_doc: ParsedDocument) -> None:
+    chunks = Chunker(max_tokens=128).chunk_document(fixture_doc)
+    assert {c.page_start for c in chunks} == {1, 2, 3}
+    assert_pages_match(fixture_doc, chunks, FIXTURE.read_bytes())
+
+
+def test_deterministic(fixture_doc: ParsedDocument) -> None:
+    assert parse(FIXTURE.read_bytes(), str(FIXTURE)) == fixture_doc
+
+
+# -------------------------------------------------------------------- written PDFs
+_TOPICS = ["apples", "bridges", "clouds", "dancing", "engines", "forests"]
+
+
+def _report_pages(n: int) -> list:
+    pages = []
+    for k in range(1, n + 1):
+        topic = _TOPICS[k - 1]
+        lines = [(72, 760, 9, "F1", f"ACME Corp. Quarterly Report {2020 + k % 3}"),
+                 body(700, f"Body text of page {k} says something about {topic}."),
+                 body(686, f"A second line on {topic} in the same paragraph."),
+                 (300, 40, 9, "F1", f"- {k} -")]
+        pages.append(lines)
+    return pages
+
+
+def test_running_headers_and_page_numbers_removed() -> None:
+    doc = parse(make_pdf(_report_pages(4)))
+    assert "ACME" not in doc.text and not re.search(r"- \d -", doc.text)
+    assert doc.text.count("Body text of page") == 4
+    assert doc.pages_of(doc.text.index("page 3 says"), doc.text.index("page 3 says") + 5) == (3, 3)
+
+
+def test_running_lines_need_enough_pages() -> None:
+    # two pages are not enough to call a repeated line a running header
+    doc = parse(make_pdf(_report_pages(2)))
+    assert doc.text.count("ACME Corp.") == 2
+    assert not re.search(r"- \d -", doc.text)  # folios go at any length
+
+
+def test_font_headings_levels_and_paths() -> None:
+    pages = [[
+        (72, 740, 20, "F2", "Annual Review"),
+        (72, 700, 15, "F2", "1 Results"),
+        body(680, "Results were good this year and we are happy."),
+        (72, 650, 12, "F2", "1.1 Revenue"),
+        body(630, "Revenue grew by ten percent across regions."),
+        (72, 600, 15, "F2", "2 Outlook"),
+        body(580, "We expect more of the same next year."),
+    ], [
+        body(740, "The outlook continues on the next page here."),
+    ]]
+    doc = parse(make_pdf(pages))
+    assert doc.title == "Annual Review"
+    by_text = {doc.text[s.start:s.end].split("\n")[0]: s for s in doc.sections
+               if s.kind == "section"}
+    assert by_text["1 Results"].path == ("Annual Review", "1 Results")
+    assert by_text["1.1 Revenue"].path == ("Annual Review", "1 Results", "1.1 Revenue")
+    outlook = by_text["2 Outlook"]
+    assert outlook.path == ("Annual Review", "2 Outlook")
+    # a heading section runs across the page break, to the end of the document
+    assert doc.text[outlook.start:outlook.end].endswith("on the next page here.")
+    assert by_text["1 Results"].end < outlook.start
+    para = next(s for s in doc.sections if s.kind == "paragraph"
+                and doc.text[s.start:s.end].startswith("Revenue grew"))
+    assert para.path == ("Annual Review", "1 Results", "1.1 Revenue")
+    assert_nested(doc)
+
+
+def test_hyphenation_and_paragraph_gaps() -> None:
+    page = [
+        body(700, "The parser joins an exam-"),
+        body(686, "ple split at a line end, but keeps Lucene-"),
+        body(672, "BM25 as it is."),
+        body(630, "A new paragraph after a gap."),
+    ]
+    doc = parse(make_pdf([page]))
+    assert "an example split" in doc.text
+    assert "Lucene-\nBM25" in doc.text
+    assert "as it is.\n\nA new paragraph" in doc.text
+
+
+def test_outline_headings_located_in_their_pages() -> None:
+    pages = [
+        [body(740, "Cover page text that has no heading on it at all.")],
+        [body(740, "Some text before the section on page two."),
+         (72, 700, 11, "F2", "Methods and"), (72, 686, 11, "F2", "Materials"),
+         body(660, "We measured things with care."),
+         (72, 630, 11, "F2", "Sub detail"), body(610, "Details of the measuring.")],
+        [body(740, "Appendix material starts here, its title is not in the text.")],
+    ]
+    reader = pypdf.PdfReader(io.BytesIO(make_pdf(pages)))
+    writer = pypdf.PdfWriter(clone_from=reader)
+    parent = writer.add_outline_item(title="Methods and Materials", page_number=1)
+    writer.add_outline_item(title="Appendix", page_number=2)
+    writer.add_outline_item(title="Sub detail", page_number=1, parent=parent)
+    doc = parse(write(writer))
+    heads = {s.path[-1]: s for s in doc.sections if s.kind == "section"}
+    methods = heads["Methods and Materials"]
+    assert doc.text[methods.start:].startswith("Methods and\nMaterials")  # found mid-page
+    assert heads["Appendix"].start == doc.page_starts[2]  # not found: starts its page
+    sub = heads["Sub detail"]
+    assert sub.path[-2:] == ("Methods and Materials", "Sub detail")
+    assert methods.start < sub.start < sub.end == methods.end <= heads["Appendix"].start
+    before = doc.text.index("Some text before")
+    para = next(s for s in doc.sections if s.kind == "paragraph" and s.start == before)
+    assert para.path == (doc.title,)  # text above the first heading is under the title only
+    assert_nested(doc)
+
+
+def test_page_sections_never_straddle_headings(monkeypatch) -> None:
+    monkeypatch.setattr(pdf, "PAGE_SECTIONS", True)
+    pages = [[(72, 740, 16, "F2", "Intro"), body(700, "Intro text on page one.")],
+             [body(740, "Still the intro on page two.")],
+             [body(740, "More intro, then a section."), (72, 700, 16, "F2", "Next"),
+              body(680, "Next text.")],
+             [body(740, "Next continues on page four.")]]
+    doc = parse(make_pdf(pages))
+    page_secs = [(s.start, s.end) for s in doc.sections if s.kind == "page"]
+    assert (doc.page_starts[1], doc.page_starts[2] - 2) in page_secs  # page 2 is inside Intro
+    assert all(s != doc.page_starts[2] for s, _ in page_secs)  # page 3 straddles two headings
+    assert_nested(doc)
+
+
+# -------------------------------------------------------------------------- bad input
+def _bounded(data: bytes, source: str = "bad.pdf"):
+    """Chunks or ParseError, within BOUNDED seconds; never another exception."""
+    t0 = time.perf_counter()
+    try:
+        result = Chunker().chunk_document(parse(data, source))
+    except ParseError as e:
+        result = e
+    assert time.perf_counter() - t0 < BOUNDED
+    return result
+
+
+def test_truncated_pdf() -> None:
+    data = FIXTURE.read_bytes()
+    result = _bounded(data[: len(data) // 2])
+    assert isinstance(result, (list, ParseError))
+    if isinstance(result, ParseError):
+        assert result.source == "bad.pdf" and result.reason
+
+
+def test_broken_xref_stream_offset() -> None:
+    data = FIXTURE.read_bytes()
+    start = data.rindex(b"startxref")
+    broken = data[:start] + b"startxref\n12345\n%%EOF\n"
+    result = _bounded(broken)
+    assert isinstance(result, list) and result  # pypdf rebuilds the cross-references
+
+
+def test_broken_xref_table_offsets() -> None:
+    data = write(pypdf.PdfWriter(clone_from=FIXTURE))
+    head, _, tail = data.rpartition(b"\nxref\n")
+    tail = re.sub(rb"\d{10} 00000 n", b"0000000017 00000 n", tail)
+    result = _bounded(head + b"\nxref\n" + tail)
+    assert isinstance(result, (list, ParseError))
+
+
+def test_not_a_pdf() -> None:
+    with pytest.raises(ParseError, match="not a PDF"):
+        parse(b"hello, this is text")
+    assert isinstance(_bounded(b"%PDF-1.7\n" + b"\x00" * 1000), ParseError)
+
+
+def test_encrypted_with_password_is_refused() -> None:
+    writer = pypdf.PdfWriter(clone_from=FIXTURE)
+    writer.encrypt("secret")
+    with pytest.raises(ParseError, match="encrypted"):
+        parse(write(writer))
+
+
+def test_encrypted_with_empty_user_password_opens(fixture_doc: ParsedDocument) -> None:
+    writer = pypdf.PdfWriter(clone_from=FIXTURE)
+    writer.encrypt("", "owner-secret")
+    doc = parse(write(writer))
+    assert doc.text == fixture_doc.text
+
+
+def test_blank_page_gives_no_text_and_a_warning() -> None:
+    writer = pypdf.PdfWriter()
+    writer.add_blank_page(612, 792)
+    doc = parse(write(writer))
+    assert doc.text == "" and doc.page_starts == (0,)
+    assert any("no text" in w for w in doc.warnings)
+    assert Chunker().chunk_document(doc) == []
+
+
+def test_empty_pages_keep_their_page_start() -> None:
+    doc = parse(make_pdf([[body(700, "First page.")], b"", [body(700, "Third page.")]]))
+    assert len(doc.page_starts) == 3
+    third = doc.text.index("Third page.")
+    assert doc.pages_of(third, third + 5) == (3, 3)
+
+
+def test_one_broken_page_is_skipped_with_a_warning() -> None:
+    data = make_pdf([[body(700, "Good page one.")], b"garbage", [body(700, "Good page three.")]])
+    data = data.replace(b"<< /Length 7 >>", b"<< /Length 7 /Filter /Bogus >>")
+    doc = parse(data)
+    assert "Good page one." in doc.text and "Good page three." in doc.text
+    assert len(doc.page_starts) == 3
+    assert any("could not be extracted" in w and "2 (" in w for w in doc.warnings)
+
+
+def test_pypdf_log_noise_is_routed(capfd) -> None:
+    data = make_pdf([[body(700, "Some text here.")]])
+    data = data.replace(b"startxref\n", b"startxref\n9").replace(b"xref\n0", b"xref\n0", 1)
+    doc = parse(data)
+    assert "Some text here." in doc.text
+    assert capfd.readouterr().err == ""
+    assert any(w.startswith("pypdf") for w in doc.warnings)
+
+
+# ----------------------------------------------------------------------------- corpus
+@pytest.fixture(scope="module")
+def irs():
+    path = CORPUS / "pdf" / IRS
+    if not path.is_file():
+        corpus_files("pdf")  # skips when the corpus is absent
+        pytest.skip(f"{IRS} not in the corpus")
+    data = path.read_bytes()
+    doc = parse(data, str(path))
+    return data, doc, Chunker().chunk_document(doc)
+
+
+def test_irs_running_header_in_no_chunk(irs) -> None:
+    _, doc, chunks = irs
+    running = [r"Cat\. No\. 28171E", r"Any line marked with a #", r"is for Official Use Only",
+               r"Command Codes BMFOL and BMFOR 2\.3\.59 page \d+",
+               r"page \d+ 2\.3 IDRS Terminal Responses"]
+    for pattern in running:
+        assert not re.search(pattern, doc.text), pattern
+        assert not any(re.search(pattern, c.text) for c in chunks), pattern
+
+
+def test_irs_headings_from_outline(irs) -> None:
+    _, doc, chunks = irs
+    assert len(doc.page_starts) == 400
+    paths = {c.section_path for c in chunks}
+    assert len(paths) >= 100
+    assert sum(len(c.section_path) >= 2 for c in chunks) >= 0.95 * len(chunks)
+    exhibit = ("2.3.59 (Rev 12/22)", "2.3.59-23 Command Code BMFOL Tax Module Display")
+    on_it = [c for c in chunks if c.section_path == exhibit]
+    assert on_it and min(c.page_start for c in on_it) == 101  # outline destination: page 101
+    # the side heading "2.3.59.1 / (date) / Program Scope and / Objectives" is found whole
+    scope = next(s for s in doc.sections if s.path[-1] == "2.3.59.1 Program Scope and Objectives")
+    assert doc.text[scope.start:].startswith("2.3.59.1\n")
+    assert_nested(doc)
+
+
+def test_irs_chunk_pages_match_pypdf(irs) -> None:
+    data, doc, chunks = irs
+    assert_pages_match(doc, chunks, data, sample=40)
+
+
+@pytest.mark.parametrize("name", ["dpr-dense-passage-retrieval-paper.pdf",
+                                  "springer-llncs-class-instructions.pdf"])
+def test_corpus_papers(name: str) -> None:
+    path = CORPUS / "pdf" / name
+    if not path.is_file():
+        corpus_files("pdf")
+        pytest.skip(f"{name} not in the corpus")
+    data = path.read_bytes()
+    doc = parse(data, str(path))
+    chunks = Chunker().chunk_document(doc)
+    assert_pages_match(doc, chunks, data)
+    assert_nested(doc)
+    assert sum(len(c.section_path) >= 2 for c in chunks) >= 0.8 * len(chunks)
+    if name.startswith("dpr"):
+        assert "efficient passage retrieval" in doc.text  # "ef-\nﬁcient" joined
+        heads = [s.path[-1] for s in doc.sections if s.kind == "section"]
+        assert "1 Introduction" in heads and "3.1 Overview" in heads
+        overview = next(s for s in doc.sections if s.path[-1] == "3.1 Overview")
+        assert overview.path[-2] == "3 Dense Passage Retriever (DPR)"
+
+
+def test_whole_corpus_parses() -> None:
+    for path in corpus_files("pdf"):
+        if path.name == IRS:
+            continue  # covered by the module fixture
+        doc = parse(path.read_bytes(), str(path))
+        assert doc.text.strip() and doc.page_starts and doc.title
+        assert_nested(doc)
