@@ -1,0 +1,278 @@
+"""CSV and TSV tables: one `table` section whose rows are `row` sections.
+
+The canonical text is the decoded file (newlines normalised). The `csv` module gives no
+offsets, so record boundaries come from a linear scan that follows the module's own rules
+(quotes open a field only at its start, doubled quotes escape, newlines inside quotes do not
+end a record), and are then checked against `csv.reader`. The header line is the table's
+`context`, so every later chunk of rows is embedded after `file.csv` and the header. It is
+also a `header` section of its own (the first chunk packs it with the rows that follow when
+they fit), so that a very wide header is split between its cells rather than glued to row 1.
+A header-less file gets a synthesised `column_1,column_2,…` context and
+`("header", "synthesised")` in the document meta.
+
+Rows longer than `_CELL_ROW` characters also list their cells as sections, so the fitter
+splits an oversized row between cells before it falls back to words.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePath
+from typing import Iterator
+
+from chunkwise.errors import ParseError
+from chunkwise.model import ParsedDocument, Section
+from chunkwise.textio import decode
+
+log = logging.getLogger(__name__)
+
+LEVEL_TABLE, LEVEL_ROW, LEVEL_CELL = 30, 20, 10
+
+_DELIMITERS = ",;\t|"
+_SNIFF = 8192  # characters given to csv.Sniffer (its regexes are not linear: keep it small)
+_SAMPLE = 65536  # characters on which each candidate delimiter's consistency is measured
+_SAMPLE_ROWS = 20
+_CELL_ROW = 2000  # rows longer than this get cell sections
+_NUL_SHARE = 1000  # more than one NUL per this many characters: binary, not a table
+_NONSPACE = re.compile(r"\S")
+_SEP_HINT = re.compile(r"sep=(.)[ \t]*\n")  # Excel's "sep=;" first line
+_DATA_LIKE = re.compile(r"[\d\s.,:;/%$€£+\-eE()]+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialect:
+    """The dialect the scan and `csv.reader` share (doubled quotes, non-strict); csv.reader
+    takes any object with these attributes."""
+
+    delimiter: str = ","
+    quotechar: str = '"'
+    skipinitialspace: bool = False
+    doublequote: bool = True
+    escapechar: None = None
+    lineterminator: str = "\n"
+    quoting: int = csv.QUOTE_MINIMAL
+    strict: bool = False
+
+
+def parse(data: bytes, *, source: str) -> ParsedDocument:
+    """Parse CSV/TSV bytes into a table section with one section per data row."""
+    text, warnings = decode(data, source)
+    text = _drop_nul(text, source, warnings)
+    name = PurePath(source).name or source
+    if not _NONSPACE.search(text):
+        return ParsedDocument(source=source, format="csv", text=text, title=name,
+                              warnings=tuple(warnings))
+    begin = 0
+    hint = _SEP_HINT.match(text)
+    if hint and hint.group(1) in _DELIMITERS:
+        dialect, begin = _Dialect(delimiter=hint.group(1)), hint.end()
+    else:
+        dialect = _sniff(text, name)
+    records = list(_records(text, dialect, begin))
+    warnings.extend(_verify(text, records, dialect))
+    sample = [_row(text, s, e, dialect) for s, e in records[:_SAMPLE_ROWS + 1]]
+    has_header = _has_header(sample, text, records, dialect)
+    columns = max((len(r) for r in sample), default=0)
+    if has_header:
+        head_start, head_end = records[0]
+        header, rows = text[head_start:head_end], records[1:]
+        columns = len(sample[0])
+    else:
+        header = dialect.delimiter.join(f"column_{i}" for i in range(1, columns + 1))
+        rows = records
+    sections = [Section(records[0][0], records[-1][1], LEVEL_TABLE, "table", (name,), header)]
+    if has_header and rows:  # its own section, so a wide header is split between its cells
+        sections.append(Section(head_start, head_end, LEVEL_ROW, "header", (name,)))
+        if head_end - head_start > _CELL_ROW:
+            sections.extend(_cell_sections(text, head_start, head_end, dialect, name))
+    for n, (start, end) in enumerate(rows, 1):
+        sections.append(Section(start, end, LEVEL_ROW, "row", (name,), "",
+                                (("row", n), ("row_start", n), ("row_end", n))))
+        if end - start > _CELL_ROW:
+            sections.extend(_cell_sections(text, start, end, dialect, name))
+    meta = (("header", "detected" if has_header else "synthesised"), ("columns", columns))
+    return ParsedDocument(source=source, format="csv", text=text, sections=tuple(sections),
+                          title=name, warnings=tuple(warnings), meta=meta)
+
+
+# -- decoding and dialect -----------------------------------------------------------------------
+def _drop_nul(text: str, source: str, warnings: list[str]) -> str:
+    """A few stray NULs are dropped (with a warning); many mean the file is not text."""
+    nuls = text.count("\x00")
+    if not nuls:
+        return text
+    if nuls * _NUL_SHARE > len(text):
+        raise ParseError(source, "binary data (NUL bytes), not a CSV table",
+                         position=text.index("\x00"))
+    warnings.append(f"dropped {nuls} NUL character(s)")
+    return text.replace("\x00", "")
+
+
+def _sniff(text: str, name: str) -> _Dialect:
+    """Delimiter from the extension (.tsv) or csv.Sniffer, checked against how consistently
+    each candidate splits the sample; quotes are always `"` unless the sample has none."""
+    lower = name.lower()
+    if lower.endswith((".tsv", ".tab")):
+        return _Dialect(delimiter="\t")
+    sample = _cut(text, _SAMPLE)
+    sniffed: csv.Dialect | None
+    try:
+        sniffed = csv.Sniffer().sniff(_cut(text, _SNIFF), delimiters=_DELIMITERS)
+    except csv.Error:
+        sniffed = None
+    quote = '"'
+    if sniffed is not None and sniffed.quotechar == "'" and '"' not in sample:
+        quote = "'"
+    space = bool(sniffed and sniffed.skipinitialspace)
+    scores = {d: _consistency(sample, _Dialect(delimiter=d, quotechar=quote)) for d in _DELIMITERS}
+    best = max(_DELIMITERS, key=lambda d: scores[d])  # ties: the order of _DELIMITERS
+    if sniffed is not None and sniffed.delimiter in scores and \
+            scores[sniffed.delimiter] >= scores[best]:
+        best = sniffed.delimiter
+    return _Dialect(delimiter=best, quotechar=quote, skipinitialspace=space)
+
+
+def _cut(text: str, size: int) -> str:
+    """The first `size` characters, cut after the last whole line when there is one."""
+    if len(text) <= size:
+        return text
+    head = text[:size]
+    nl = head.rfind("\n")
+    return head[:nl] if nl > 0 else head
+
+
+def _consistency(sample: str, dialect: _Dialect) -> tuple[float, int]:
+    """(share of sample rows with the most common field count, that count); a delimiter
+    that never splits a row scores zero."""
+    counts: dict[int, int] = {}
+    try:
+        rows = list(csv.reader(sample.split("\n")[:100], dialect))
+    except csv.Error:
+        return (0.0, 0)
+    for row in rows[:-1] if len(rows) > 1 else rows:  # the last row may be cut
+        if row:
+            counts[len(row)] = counts.get(len(row), 0) + 1
+    if not counts:
+        return (0.0, 0)
+    width, freq = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    if width < 2:
+        return (0.0, 0)
+    return (freq / sum(counts.values()), width)
+
+
+# -- records ----------------------------------------------------------------------------------
+def _field_pattern(d: _Dialect) -> str:
+    """One field as the csv module reads it (non-strict): a quoted field runs to its closing
+    quote (doubled quotes are literal; unterminated, to the end of the text) and may be
+    followed by literal text; an unquoted field runs to the delimiter or newline."""
+    q, sep = re.escape(d.quotechar), re.escape(d.delimiter)
+    lead = " *" if d.skipinitialspace else ""
+    return (f"{lead}{q}[^{q}]*(?:{q}{q}[^{q}]*)*(?:{q}[^{sep}\\n]*|\\Z)"
+            f"|[^{sep}\\n]*")
+
+
+@lru_cache(maxsize=16)
+def _compiled(dialect: _Dialect) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(one field, one whole record) for a dialect."""
+    field = _field_pattern(dialect)
+    sep = re.escape(dialect.delimiter)
+    return re.compile(field), re.compile(f"(?:{field})(?:{sep}(?:{field}))*")
+
+
+def _records(text: str, dialect: _Dialect, pos: int = 0) -> Iterator[tuple[int, int]]:
+    """(start, end) of every non-blank record, end excluding its newline. Lines without a
+    quote character are records as they are; others are matched field by field."""
+    record = _compiled(dialect)[1]
+    quote, find, n = dialect.quotechar, text.find, len(text)
+    while pos < n:
+        nl = find("\n", pos)
+        if nl == -1:
+            nl = n
+        end = nl if find(quote, pos, nl) == -1 else record.match(text, pos).end()
+        if _NONSPACE.search(text, pos, end):
+            yield pos, end
+        pos = end + 1
+
+
+def _verify(text: str, records: list[tuple[int, int]], dialect: _Dialect) -> list[str]:
+    """Each scanned record must be exactly one `csv.reader` row; a mismatch is reported as a
+    warning (the spans stay exact either way, only the row split may differ)."""
+    i, n = 0, len(records)
+    while i < n:
+        lines = (text[s:e] for s, e in records[i:])
+        reader = csv.reader(lines, dialect)
+        try:
+            for k, _ in enumerate(reader, 1):
+                if reader.line_num != k:
+                    return [f"record {i + k}: csv.reader disagrees on the row boundary"]
+            return []
+        except csv.Error as e:  # e.g. a field over csv.field_size_limit(): skip that record
+            i += max(reader.line_num, 1)
+            log.debug("csv.reader could not check record %d: %s", i, e)
+    return []
+
+
+def _row(text: str, start: int, end: int, dialect: _Dialect) -> list[str]:
+    try:
+        return next(csv.reader([text[start:end]], dialect), [])
+    except csv.Error:  # an oversized field: split it ourselves
+        return [text[a:b] for a, b in _cells(text, start, end, dialect)]
+
+
+def _cells(text: str, start: int, end: int, dialect: _Dialect) -> list[tuple[int, int]]:
+    """(start, end) of each field of one record."""
+    field = _compiled(dialect)[0]
+    out, pos = [], start
+    while True:
+        m = field.match(text, pos, end)
+        out.append((pos, m.end()))
+        pos = m.end()
+        if pos >= end or text[pos] != dialect.delimiter:
+            return out
+        pos += 1
+
+
+def _cell_sections(text: str, start: int, end: int, dialect: _Dialect,
+                   name: str) -> list[Section]:
+    """Cells of a long row, each with the delimiter after it (so pieces start at a cell)."""
+    cells = _cells(text, start, end, dialect)
+    if len(cells) < 2:
+        return []
+    return [Section(a, b + 1 if j < len(cells) else b, LEVEL_CELL, "cell", (name,), "",
+                    (("column_start", j), ("column_end", j)))
+            for j, (a, b) in enumerate(cells, 1)]
+
+
+# -- header -----------------------------------------------------------------------------------
+def _has_header(sample: list[list[str]], text: str, records: list[tuple[int, int]],
+                dialect: _Dialect) -> bool:
+    """csv.Sniffer's vote (column types and lengths), or a first row of non-empty, non-numeric
+    labels: most CSV files have a header, so a plausible one is taken."""
+    if not sample:
+        return False
+    first = sample[0]
+    if len(sample) > 1:
+        head = "\n".join(text[s:e] for s, e in records[:len(sample)])
+        try:
+            if _FixedSniffer(dialect).has_header(head):
+                return True
+        except Exception:  # noqa: BLE001 - a heuristic's failure is a "no", not a crash
+            log.debug("csv.Sniffer.has_header failed", exc_info=True)
+    filled = [c.strip() for c in first if c.strip()]
+    return (len(filled) * 2 >= len(first) and len(first) > 0
+            and not any(_DATA_LIKE.fullmatch(c) for c in filled))
+
+
+class _FixedSniffer(csv.Sniffer):
+    """`has_header` re-sniffs the dialect of its sample; use the one already chosen."""
+
+    def __init__(self, dialect: _Dialect) -> None:
+        super().__init__()
+        self._dialect = dialect
+
+    def sniff(self, sample: str, delimiters: str | None = None) -> _Dialect:  # noqa: ARG002
+        return self._dialect

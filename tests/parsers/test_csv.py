@@ -1,0 +1,232 @@
+"""CSV parser and chunking: exact record spans (checked against `csv.reader`), the header as
+context, row numbers, dialects, wide tables, and bad or hostile input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunkwise import Chunker, ParseError
+from chunkwise.parsers import csv as csv_parser
+
+from conftest import FIXTURES, corpus_files
+from contract import check_contract
+
+
+def _parse(data: bytes | str, source: str = "t.csv"):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return csv_parser.parse(data, source=source)
+
+
+def _rows(doc):
+    return sorted((s for s in doc.sections if s.kind == "row"), key=lambda s: s.start)
+
+
+def _reader_records(text: str, delimiter: str = ",") -> list[tuple[int, int]]:
+    """(start, end) of each non-blank record as `csv.reader` reads the canonical text: its
+    line counter says where every record ends."""
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    out, line = [], 0
+    for row in reader:
+        first, line = line, reader.line_num
+        start = starts[first]
+        end = starts[line] - 1 if line < len(starts) else len(text)
+        if row and text[start:end].strip():
+            out.append((start, end))
+    return out
+
+
+# -- records and sections ---------------------------------------------------------------------
+def test_rows_header_context_and_meta():
+    doc = _parse('id,text\n1,"hello, world"\n2,"two\nlines"\n\n3,plain\n', "notes.csv")
+    assert doc.format == "csv" and doc.title == "notes.csv"
+    (table,) = [s for s in doc.sections if s.kind == "table"]
+    assert table.context == "id,text" and table.path == ("notes.csv",)
+    (header,) = [s for s in doc.sections if s.kind == "header"]
+    assert doc.text[header.start:header.end] == "id,text"
+    rows = _rows(doc)
+    assert [doc.text[r.start:r.end] for r in rows] == ['1,"hello, world"', '2,"two\nlines"',
+                                                      "3,plain"]
+    assert [dict(r.meta) for r in rows][1] == {"row": 2, "row_start": 2, "row_end": 2}
+    assert dict(doc.meta) == {"header": "detected", "columns": 2}
+
+
+def test_synthesised_header_when_first_row_is_data():
+    doc = _parse("1,2.5,3\n4,5.5,6\n7,8.5,9\n")
+    (table,) = [s for s in doc.sections if s.kind == "table"]
+    assert table.context == "column_1,column_2,column_3"
+    assert dict(doc.meta)["header"] == "synthesised"
+    assert len(_rows(doc)) == 3 and not [s for s in doc.sections if s.kind == "header"]
+
+
+@pytest.mark.parametrize("data,source,delimiter", [
+    ("name;value\nfoo;1,5\nbar;2,5\n", "s.csv", ";"),
+    ("name\tvalue, with comma\nfoo\t1\nbar\t2\n", "s.tsv", "\t"),
+    ("name\tvalue\nfoo\t1,2\nbar\t2,3\n", "s.csv", "\t"),
+    ("a|b|c\n1|2|3\n4|5|6\n", "p.csv", "|"),
+    ("sep=;\nname;value\nfoo;1\nbar;2\n", "x.csv", ";"),
+])
+def test_dialects(data, source, delimiter):
+    doc = _parse(data, source)
+    rows = _rows(doc)
+    assert len(rows) == 2
+    assert all(doc.text[r.start:r.end].count(delimiter) >= 1 for r in rows)
+    assert dict(doc.meta)["columns"] >= 2
+
+
+def test_bom_crlf_and_quoted_newlines_are_normalised():
+    doc = _parse(b'\xef\xbb\xbfa,b\r\n1,"x\r\ny"\r\n2,z\r\n')
+    assert doc.text == 'a,b\n1,"x\ny"\n2,z\n'
+    assert [doc.text[r.start:r.end] for r in _rows(doc)] == ['1,"x\ny"', "2,z"]
+
+
+_cell = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc")),
+                          st.sampled_from(['"', ",", "\n", "\t", " ", "'"])), max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_cell, min_size=2, max_size=5), min_size=1, max_size=12))
+def test_records_agree_with_csv_reader(table):
+    """Any table csv.writer writes (quotes, delimiters, newlines in cells) is read back with
+    the same record spans and cell values as csv.reader."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([["head", "er"], *table])
+    doc = _parse(out.getvalue())
+    dialect = csv_parser._Dialect()
+    spans = [(s.start, s.end) for s in _rows(doc)]
+    records = list(csv_parser._records(doc.text, dialect))
+    assert records == _reader_records(doc.text)
+    assert spans == records[1:]
+    assert not doc.warnings
+    for (a, b) in records:
+        cells = [doc.text[x:y] for x, y in csv_parser._cells(doc.text, a, b, dialect)]
+        assert len(cells) == len(next(csv.reader([doc.text[a:b]])))
+
+
+def test_wide_rows_list_cells_and_split_between_them():
+    header = ",".join(f"column_name_{i}" for i in range(400))
+    row = ",".join(f"value {i}" for i in range(400))
+    data = f"{header}\n{row}\n{row}\n"
+    doc = _parse(data, "wide.csv")
+    cells = [s for s in doc.sections if s.kind == "cell"]
+    assert len(cells) == 3 * 400
+    assert doc.text[cells[0].start:cells[0].end] == "column_name_0,"  # delimiter included
+    chunks = check_contract(data.encode(), "wide.csv", Chunker(max_tokens=64))
+    assert all(not c.text.startswith(",") for c in chunks)
+    assert all(c.text.endswith((",", "399")) for c in chunks)  # whole cells only
+    assert {c.meta["row_start"] for c in chunks if "row_start" in c.meta} == {1, 2}
+
+
+# -- chunks over real tables ----------------------------------------------------------------------
+def _check_table_chunks(path, chunker: Chunker) -> list:
+    data = path.read_bytes()
+    chunks = check_contract(data, path.name, chunker)
+    doc = csv_parser.parse(data, source=path.name)
+    text = doc.text
+    delimiter = csv_parser._sniff(text, path.name).delimiter
+    records = _reader_records(text, delimiter)
+    starts = {a: k for k, (a, _) in enumerate(records)}
+    ends = {b: k for k, (_, b) in enumerate(records)}
+    header = text[records[0][0]:records[0][1]]
+    assert dict(doc.meta)["header"] == "detected"
+    for c in chunks:
+        if c.start in starts and c.end in ends:  # a run of whole records
+            first, last = starts[c.start], ends[c.end]
+            if last == 0:  # the header alone
+                assert "row_start" not in c.meta
+            else:
+                assert c.meta["row_start"] == max(first, 1) and c.meta["row_end"] == last
+        else:  # a piece of one record too big for the budget
+            (k,) = [k for k, (a, b) in enumerate(records) if a <= c.start and c.end <= b]
+            a, b = records[k]
+            whole = f"{path.name}\n{header}\n\n{text[a:b]}" if k else text[a:b]
+            assert chunker.sizer.count(whole) > chunker.max_tokens
+            assert c.meta.get("row_start", 0) == k
+        if c.start > records[0][0]:
+            # the header, or as much of it as the context limit (half the budget) allows
+            assert c.context.startswith(path.name)
+            assert header.startswith(c.context[len(path.name) + 1:])
+    return chunks
+
+
+def test_fixture_rows_never_split_and_context_is_header():
+    path = FIXTURES / "538__trump-poll-tweets.csv"
+    chunks = _check_table_chunks(path, Chunker(max_tokens=128))
+    assert all(c.context == "538__trump-poll-tweets.csv\nid,created_at,text"
+               for c in chunks[1:])
+    assert chunks[0].text.startswith("id,created_at,text\n")
+    multi = [c for c in chunks if '"Great new poll - thank you!\n' in c.text]
+    assert multi  # the embedded newline stayed inside its chunk
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tokenizer,budget", [("minilm", 256), ("cl100k_base", 512)])
+def test_corpus_tables(tokenizer, budget):
+    chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
+    for path in corpus_files("csv"):
+        if path.stat().st_size > 500_000 and tokenizer != "minilm":
+            continue  # keep the file fast: the big ones are covered once
+        _check_table_chunks(path, chunker)
+
+
+# -- bad and hostile input ----------------------------------------------------------------------
+def test_ragged_rows():
+    doc = _parse("a,b,c\n1,2\n3,4,5,6\n7\n")
+    assert len(_rows(doc)) == 3
+    check_contract(b"a,b,c\n1,2\n3,4,5,6\n7\n", "r.csv", Chunker(max_tokens=16))
+
+
+def test_nul_bytes():
+    few = b"a,b\n" + b"1,2\n" * 5000 + b"x\x00y,3\n"
+    doc = _parse(few)
+    assert "\x00" not in doc.text and any("NUL" in w for w in doc.warnings)
+    with pytest.raises(ParseError):
+        _parse(b"a,b\n" + b"1,2\n" * 3000 + b"\x00" * 500)
+    with pytest.raises(ParseError):
+        _parse(b"a,\x00b\n1,2\n")
+
+
+def test_mixed_encodings_decode_with_warning():
+    data = "a,b\nnaïve,1\n".encode() + "café,2\n".encode("latin-1")
+    doc = _parse(data)
+    assert doc.warnings and "café" in doc.text and len(_rows(doc)) == 2
+
+
+def test_unterminated_quote_runs_to_the_end_like_csv_reader():
+    doc = _parse('a,b\n1,"abc\n2,3\n4,5\n')
+    assert [doc.text[r.start:r.end] for r in _rows(doc)] == ['1,"abc\n2,3\n4,5\n']
+    assert not doc.warnings
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n"])
+def test_empty_files(data):
+    doc = _parse(data)
+    assert doc.sections == ()
+    assert Chunker().chunk_document(doc) == []
+
+
+def test_header_only():
+    doc = _parse("a,b,c\n")
+    assert [s.kind for s in doc.sections] == ["table"]
+
+
+def test_huge_cell_and_many_quoted_lines_are_bounded():
+    big = b'a,b\n1,"' + b"word " * 2_000_000 + b'"\n2,3\n'
+    t = time.perf_counter()
+    doc = _parse(big)
+    assert time.perf_counter() - t < 5
+    assert len(_rows(doc)) == 2 and not doc.warnings  # csv.reader's field limit is not fatal
+    quoted = b'a,b,c\n' + b'x,"b""c""d",e\n' * 200_000
+    t = time.perf_counter()
+    doc = _parse(quoted)
+    assert time.perf_counter() - t < 10 and len(_rows(doc)) == 200_000
+    t = time.perf_counter()
+    doc = _parse(b'"a' * 200_000)  # quotes everywhere, never closed
+    assert time.perf_counter() - t < 5

@@ -1,0 +1,344 @@
+"""Python parser and chunking: sections, signatures as context, statement boundaries, pieces
+that still parse, syntax errors, and inputs built to be slow."""
+
+from __future__ import annotations
+
+import ast
+import time
+
+import pytest
+
+from chunkwise import Chunker, ParseError, chunk_text
+from chunkwise.parsers import python as py_parser
+from chunkwise.textio import LineIndex
+
+from conftest import FIXTURES, corpus_files
+from contract import check_contract
+
+SAMPLE = '''"""Module doc."""
+import os
+# needed below
+import sys
+
+CONSTANT = 1
+
+
+# about f
+@decorator
+def f(a, *, b: int = 1) -> int:
+    x = 1  # trailing
+    if x:
+        y = 2
+    else:
+        y = 3
+    return y
+
+
+class Parser(Base):
+    """Parses."""
+
+    def parse(self, data):
+        for item in data:
+            yield item
+
+    async def close(self):
+        pass
+'''
+
+
+def _parse(src: str, source: str = "mod.py"):
+    return py_parser.parse(src.encode("utf-8"), source=source)
+
+
+def _by_kind(doc, kind):
+    return [s for s in doc.sections if s.kind == kind]
+
+
+def _text(doc, s):
+    return doc.text[s.start:s.end]
+
+
+def _assert_nested(doc):
+    """Sections nest properly: no two spans partially overlap."""
+    spans = sorted({(s.start, s.end) for s in doc.sections}, key=lambda p: (p[0], -p[1]))
+    stack: list[tuple[int, int]] = []
+    for a, b in spans:
+        while stack and stack[-1][1] <= a:
+            stack.pop()
+        assert not stack or b <= stack[-1][1], f"[{a}:{b}] overlaps {stack[-1]}"
+        stack.append((a, b))
+
+
+# -- sections ---------------------------------------------------------------------------------
+def test_sections_kinds_paths_and_meta():
+    doc = _parse(SAMPLE)
+    assert doc.format == "python" and doc.title == "mod.py" and not doc.path_in_context
+    assert [_text(doc, s) for s in _by_kind(doc, "module_docstring")] == ['"""Module doc."""']
+    (imports,) = _by_kind(doc, "imports")
+    assert _text(doc, imports) == "import os\n# needed below\nimport sys"
+    (func,) = _by_kind(doc, "function")
+    assert _text(doc, func).startswith("# about f\n@decorator\ndef f(")  # comment + decorator
+    assert func.path == ("f",) and func.context == "def f(a, *, b: int = 1) -> int:"
+    assert dict(func.meta) == {"symbol": "f", "kind": "function", "line_start": 9,
+                               "line_end": 17}
+    (cls,) = _by_kind(doc, "class")
+    assert cls.path == ("Parser",) and cls.context == "class Parser(Base):"
+    methods = {s.path: s for s in _by_kind(doc, "method")}
+    assert set(methods) == {("Parser", "parse"), ("Parser", "close")}
+    assert methods[("Parser", "parse")].context == "    def parse(self, data):"
+    assert methods[("Parser", "close")].context == "    async def close(self):"
+    assert dict(methods[("Parser", "close")].meta)["symbol"] == "Parser.close"
+    _assert_nested(doc)
+
+
+def test_body_statements_and_compound_blocks_are_children():
+    doc = _parse(SAMPLE)
+    func = _by_kind(doc, "function")[0]
+    inside = [s for s in doc.sections if func.start < s.start and s.end <= func.end]
+    texts = [_text(doc, s) for s in inside]
+    assert "x = 1  # trailing" in texts  # a trailing comment stays with its statement
+    assert "return y" in texts and "y = 2" in texts and "y = 3" in texts
+    (if_stmt,) = [s for s in inside if _text(doc, s).startswith("if x:")]
+    # a statement with later clauses: `...` stands for the elided block
+    assert if_stmt.context == "    if x:\n        ..."
+    (else_clause,) = [s for s in inside if _text(doc, s).startswith("else:")]
+    assert else_clause.context == "    else:"
+    assert if_stmt.start <= else_clause.start and else_clause.end <= if_stmt.end
+
+
+def test_levels_are_a_total_order():
+    doc = _parse(SAMPLE)
+    level = {s.kind: s.level for s in doc.sections if s.kind in ("class", "function",
+                                                                  "method", "imports")}
+    compound = max(s.level for s in doc.sections if s.kind == "statement")
+    simple = min(s.level for s in doc.sections if s.kind == "statement")
+    assert level["class"] > level["function"] == level["method"] > compound > simple
+
+
+def test_detached_comment_block_is_its_own_section():
+    src = "x = 1\n\n# -- banner --\n# more banner\n\n\ndef f():\n    return 1\n"
+    doc = _parse(src)
+    (comment,) = _by_kind(doc, "comment")
+    assert _text(doc, comment) == "# -- banner --\n# more banner"
+    assert _text(doc, _by_kind(doc, "function")[0]) == "def f():\n    return 1"
+
+
+def test_non_ascii_source_offsets_are_str_indices():
+    src = "s = 'héllo 😀 ü'\n\nclass Ünïcode:\n    def naïve(self):\n        return '日本語'\n"
+    doc = _parse(src)
+    (method,) = _by_kind(doc, "method")
+    assert _text(doc, method) == "def naïve(self):\n        return '日本語'"
+    assert method.path == ("Ünïcode", "naïve")
+
+
+def test_long_signature_is_compacted_but_still_parses():
+    params = ",\n".join(f"    parameter_{i}: Annotated[str, Doc('text {i}')] = 'x'"
+                        for i in range(40))
+    src = f"class A:\n    def build(\n        self,\n{params},\n    ) -> None:\n        pass\n"
+    doc = _parse(src)
+    (method,) = _by_kind(doc, "method")
+    assert method.context.startswith("    def build(self, parameter_0, parameter_1")
+    assert method.context.endswith("more parameters") and len(method.context) < 200
+    ast.parse("class A:\n" + method.context + "\n        pass\n")
+    # each parameter of a multi-line signature is a section, comma included
+    params = _by_kind(doc, "parameter")
+    assert len(params) == 41 and _text(doc, params[1]).endswith("= 'x',")
+
+
+def test_match_and_try_clauses():
+    src = ("def f(x):\n    match x:\n        case 1:\n            a = 1\n        case _:\n"
+           "            a = 2\n    try:\n        g()\n    except ValueError as e:\n        h(e)\n"
+           "    finally:\n        done()\n")
+    doc = _parse(src)
+    contexts = [s.context for s in doc.sections if s.context]
+    assert "    match x:" in contexts and "            case 1:" not in contexts
+    assert "        case 1:" in contexts and "    try:\n        ..." in contexts
+    assert "    except ValueError as e:" in contexts and "    finally:" in contexts
+    _assert_nested(doc)
+
+
+# -- chunking ---------------------------------------------------------------------------------
+def _def_spans(text: str) -> list[tuple[ast.AST, int, int, list[str]]]:
+    """(node, start, end, enclosing headers) of every def/class, decorators included."""
+    lines = LineIndex(text)
+    out, todo = [], [(ast.parse(text), [])]
+    while todo:
+        node, heads = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = heads
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = child.decorator_list[0] if child.decorator_list else child
+                start = lines.offset(first.lineno - 1) + first.col_offset - (
+                    1 if child.decorator_list else 0)
+                end = lines.offset(child.end_lineno - 1) + child.end_col_offset
+                out.append((child, start, end, heads))
+                body = lines.offset(child.body[0].lineno - 1)
+                inner = [*heads, text[lines.offset(child.lineno - 1):body].rstrip()]
+            todo.append((child, inner))
+    return out
+
+
+def _check_definitions(text: str, chunks, chunker: Chunker) -> None:
+    """A def that fits the budget (with its enclosing headers) is inside exactly one chunk;
+    every later chunk of a split def carries the def's signature in its context."""
+    for node, start, end, heads in _def_spans(text):
+        embed = "\n".join(heads) + "\n\n" + text[start:end] if heads else text[start:end]
+        inside = [c for c in chunks if c.start <= start and end <= c.end]
+        touching = [c for c in chunks if c.start < end and start < c.end]
+        if chunker.sizer.count(embed) <= chunker.max_tokens:
+            assert len(inside) == 1, f"{node.name} fits but is split"
+        else:
+            keyword = "class" if isinstance(node, ast.ClassDef) else "def"
+            for c in touching[1:]:
+                assert f"{keyword} {node.name}(" in c.context or \
+                    f"{keyword} {node.name}:" in c.context, f"{node.name}: {c.context!r}"
+
+
+def _piece_parses(text: str, chunk) -> bool:
+    """Context + chunk text, the chunk's first line re-indented to its source column, is
+    Python that tree-sitter parses without an ERROR node."""
+    from tree_sitter import Parser
+
+    col = chunk.start - (text.rfind("\n", 0, chunk.start) + 1)
+    body = " " * col + chunk.text
+    whole = f"{chunk.context}\n{body}" if chunk.context else body
+    return not Parser(py_parser._language()).parse(whole.encode()).root_node.has_error
+
+
+def _aligned(doc, chunk) -> bool:
+    """The chunk starts at a section start and ends at a section end (whitespace-trimmed):
+    it holds whole statements, not a piece of an oversized one or of a signature."""
+    text = doc.text
+    bounds_s, bounds_e = set(), set()
+    for s in doc.sections:
+        a, b = s.start, s.end
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        bounds_s.add(a)
+        bounds_e.add(b)
+    return chunk.start in bounds_s and chunk.end in bounds_e and "parameter" not in chunk.kinds
+
+
+def test_fixture_chunks_keep_definitions_and_contract():
+    data = (FIXTURES / "fastapi__fastapi__background.py").read_bytes()
+    chunker = Chunker(max_tokens=128)
+    chunks = check_contract(data, "fastapi__fastapi__background.py", chunker)
+    text = py_parser.parse(data, source="x.py").text
+    _check_definitions(text, chunks, chunker)
+    assert any(c.context.startswith("class BackgroundTasks(StarletteBackgroundTasks):\n"
+                                    "    def add_task(") for c in chunks)
+    method_chunks = [c for c in chunks if c.meta.get("symbol") == "BackgroundTasks.add_task"]
+    assert method_chunks and all(c.section_path == ("BackgroundTasks", "add_task")
+                                 for c in method_chunks)
+
+
+def test_method_piece_context_and_parse():
+    body = "\n".join(f"        value_{i} = compute_something({i}, factor={i + 1})"
+                     for i in range(60))
+    src = f"class Parser:\n    def parse(self, data):\n{body}\n        return value_0\n"
+    chunks = chunk_text(src, format="python", source="p.py", max_tokens=64)
+    assert len(chunks) > 3
+    for c in chunks[1:]:
+        assert c.context == "class Parser:\n    def parse(self, data):"
+        assert c.meta["symbol"] == "Parser.parse" and c.meta["kind"] == "method"
+        assert _piece_parses(src, c)
+    lines = LineIndex(src)
+    for c in chunks:
+        assert c.meta["line_start"] == lines.line_of(c.start) + 1
+
+
+def test_clause_pieces_parse():
+    block = "\n".join(f"            total_{i} = handle_item(item, index={i})" for i in range(30))
+    src = (f"def run(items):\n    for item in items:\n        if item.ok:\n{block}\n"
+           f"        elif item.retry:\n{block}\n        else:\n{block}\n")
+    chunks = chunk_text(src, format="python", source="r.py", max_tokens=96)
+    assert any(c.text.startswith(("elif", "else")) for c in chunks)
+    assert all(_piece_parses(src, c) for c in chunks)
+
+
+@pytest.mark.corpus
+def test_corpus_definitions_and_contract():
+    chunker = Chunker()
+    for path in corpus_files("code"):
+        data = path.read_bytes()
+        chunks = check_contract(data, path.name, chunker)
+        _check_definitions(py_parser.parse(data, source=path.name).text, chunks, chunker)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tokenizer,budget,share", [("cl100k_base", 512, 1.0),
+                                                    ("minilm", 256, 0.98)])
+def test_corpus_whole_statement_chunks_parse(tokenizer, budget, share):
+    """Chunks made of whole statements parse once their context is put before them. The few
+    that do not at the small budget lost inner headers to the context limit (half the
+    budget): deeply nested code whose signatures alone exceed it."""
+    chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
+    ok = total = 0
+    for path in corpus_files("code"):
+        doc = py_parser.parse(path.read_bytes(), source=path.name)
+        for c in chunker.chunk_document(doc):
+            if _aligned(doc, c):
+                total += 1
+                ok += _piece_parses(doc.text, c)
+    assert total > 500 and ok >= share * total, f"{ok}/{total} parse"
+
+
+# -- bad and hostile input ----------------------------------------------------------------------
+def test_syntax_errors_keep_the_valid_definitions_around_them():
+    src = "def ok():\n    return 1\n\ndef broken(:\n    x = = 2\n\nclass A:\n    pass\n"
+    doc = _parse(src)
+    assert any("syntax errors" in w for w in doc.warnings)
+    errors = [s for s in doc.sections if dict(s.meta).get("syntax_error")]
+    assert errors and all(s.kind == "statement" for s in errors)
+    assert {s.path for s in doc.sections if s.kind in ("function", "class")} >= {("ok",)}
+    _assert_nested(doc)
+    check_contract(src.encode(), "broken.py", Chunker(max_tokens=32))
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01\x02\x03" * 50, b"x = 1\n" * 3000 + b"\x00\x00"])
+def test_binary_is_a_parse_error(data):
+    with pytest.raises(ParseError):
+        py_parser.parse(data, source="bin.py")
+
+
+def test_deep_nesting_is_bounded():
+    deep_if = "".join("    " * i + f"if x{i}:\n" for i in range(800)) + "    " * 800 + "pass\n"
+    deep_def = "".join("    " * i + f"def f{i}():\n" for i in range(400)) + "    " * 400 + "y\n"
+    parens = "x = " + "(" * 20000 + "1" + ")" * 20000 + "\n"
+    for src in (deep_if, deep_def, parens):
+        t = time.perf_counter()
+        doc = _parse(src)
+        assert time.perf_counter() - t < 5
+        depth = max(len(s.path) for s in doc.sections)
+        assert depth <= py_parser._MAX_DEPTH + 1
+        check_contract(src.encode(), "deep.py", Chunker(max_tokens=64))
+
+
+def test_big_module_is_parsed_in_slices_with_the_same_sections(monkeypatch):
+    """Slicing a module (to bound tree-sitter's memory) changes nothing, even when a cut
+    candidate sits inside a string or brackets."""
+    tricky = ('x = """\n' + "line\n" * 400 + "def inside_string():\n    pass\n" + '"""\n'
+              + "data = [\n" + "1,\n" * 400 + "def_,\n]\n")
+    corpus = (FIXTURES / "fastapi__fastapi__background.py").read_text()
+    src = "\n".join([tricky, corpus, tricky, corpus] * 3)
+    whole = _parse(src)
+    monkeypatch.setattr(py_parser, "_SLICE", 512)
+    assert len(py_parser._slice_bounds(src.encode())) > 10
+    sliced = _parse(src)
+    key = lambda s: (s.start, -s.end, -s.level)  # noqa: E731
+    assert sorted(sliced.sections, key=key) == sorted(whole.sections, key=key)
+    assert not sliced.warnings
+
+
+def test_generated_module_time_and_giant_statement():
+    gen = "".join(f"def f{i}(a, b):\n    return a + b * {i}\n\n" for i in range(40000))
+    t = time.perf_counter()
+    doc = _parse(gen)
+    assert time.perf_counter() - t < 15
+    assert len(_by_kind(doc, "function")) == 40000
+    giant = "D = {\n" + "".join(f"    'k{i}': {i},\n" for i in range(600000)) + "}\n"
+    assert len(giant) > py_parser._MAX_TREE
+    doc = _parse(giant)  # one statement over the tree limit: plain text, at once
+    assert [s.kind for s in doc.sections] == ["statement"] and doc.warnings
