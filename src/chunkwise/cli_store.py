@@ -1,0 +1,188 @@
+"""The `ingest` and `query` commands: files into a Chroma collection, questions out of it.
+
+Registered on the main parser by `chunkwise.cli` through `register(subparsers)`. Library
+errors are raised as `ChunkwiseError`s and turned into one line and an exit code by
+`chunkwise.cli.main` (2 for bad options, 1 otherwise); a file that fails is printed as one
+line on stderr and makes `ingest` exit 1 after the rest is ingested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from .errors import ConfigError
+
+EXAMPLES = {
+    "ingest": "chunkwise ingest docs/ papers/ --db chunkwise-db --collection docs --prune",
+    "query": "chunkwise query \"how do I rotate the API keys?\" --db chunkwise-db -k 5 "
+             "--where '{\"format\": \"markdown\"}'",
+}
+
+
+def register(subparsers: Any) -> None:
+    """Add `ingest` and `query` to the main parser's subcommands."""
+    from .cli import _chunk_options
+
+    p = subparsers.add_parser(
+        "ingest", help="chunk, embed and write files into Chroma",
+        description="Chunk files (folders are walked recursively), embed the chunks and "
+                    "upsert them into a Chroma collection. Unchanged files are skipped, changed "
+                    "files replace their chunks; rerunning after an interruption completes it.",
+        epilog=f"Example:\n  {EXAMPLES['ingest']}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    _store_options(p)
+    p.add_argument("--prune", action="store_true",
+                   help="delete the chunks of files under PATH that no longer exist")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="minilm (default), chroma-default, a model directory with model.onnx "
+                        "and tokenizer.json, or module:attr naming a Chroma embedding function "
+                        "or LlamaIndex embed model")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress on stderr (default: when stderr is a terminal)")
+    _chunk_options(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = subparsers.add_parser(
+        "query", help="search a Chroma collection",
+        description="Embed TEXT and print the nearest chunks with source, section path, "
+                    "pages and distance (cosine; smaller is closer).",
+        epilog=f"Example:\n  {EXAMPLES['query']}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("text", metavar="TEXT")
+    _store_options(p)
+    p.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
+    p.add_argument("--where", default=None, metavar="JSON",
+                   help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="embedder for the query (default: the one the collection was built with)")
+    p.add_argument("--full", action="store_true", help="print whole chunk texts")
+    p.add_argument("--json", action="store_true", help="print the hits as JSON")
+    p.set_defaults(func=cmd_query)
+
+
+def _store_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("store")
+    g.add_argument("--db", default=None, metavar="DIR",
+                   help="embedded Chroma database directory (default ./chunkwise-db)")
+    g.add_argument("--host", default=None, help="Chroma server host (`chroma run`)")
+    g.add_argument("--port", type=int, default=None, help="Chroma server port (default 8000)")
+    g.add_argument("--collection", default="chunkwise", metavar="NAME",
+                   help="collection name (default chunkwise)")
+    g.add_argument("--retries", type=int, default=5, metavar="N",
+                   help="retries when the server is unreachable, with backoff from 0.5 s "
+                        "doubling (default 5)")
+
+
+def _location(args: argparse.Namespace) -> dict[str, Any]:
+    if args.db is not None and (args.host is not None or args.port is not None):
+        raise ConfigError("use either --db or --host/--port, not both")
+    if args.retries < 0:
+        raise ConfigError("--retries must be >= 0")
+    return {"db_path": args.db, "host": args.host, "port": args.port,
+            "collection": args.collection,
+            "retry_delays": tuple(0.5 * 2 ** i for i in range(args.retries))}
+
+
+# -- ingest ---------------------------------------------------------------------------------
+class ProgressLine:
+    """Renders `IngestProgress` on stderr: one rewritten line on a terminal, else a line every
+    few seconds."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.every = 0.2 if self.tty else 5.0
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, p: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every and p.files_done < p.files_total:
+            return
+        self.last = now
+        line = (f"ingest: {p.files_done}/{p.files_total} files, {p.chunks_written} chunks "
+                f"embedded, {p.rate:.1f} chunks/s")
+        self.stream.write(f"\r{line}\x1b[K" if self.tty else f"{line}\n")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from .api import Chunker
+    from .chroma import ingest
+
+    chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
+                      overlap=args.overlap, strategy=args.strategy)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    bar = ProgressLine(sys.stderr) if show else None
+    try:
+        report = ingest(args.paths, chunker=chunker, format=args.format,
+                        embedder=args.embedder, prune=args.prune, progress=bar,
+                        **_location(args))
+    finally:
+        if bar is not None:
+            bar.close()
+    for source, reason in report.failed:
+        print(f"{source}: {reason}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        print(_summary(report))
+    return 1 if report.failed else 0
+
+
+def _summary(r: Any) -> str:
+    s = r.seconds
+    text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
+            f"failed), {r.chunks} chunks: {r.written} embedded, {r.updated} updated, "
+            f"{r.deleted} deleted")
+    if r.pruned_files:
+        text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
+    return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s, "
+            f"embed {s.get('embed', 0):.1f}s, store {s.get('write', 0):.1f}s)")
+
+
+# -- query ----------------------------------------------------------------------------------
+def cmd_query(args: argparse.Namespace) -> int:
+    from .chroma import query
+
+    where = None
+    if args.where:
+        try:
+            where = json.loads(args.where)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"--where is not valid JSON: {e}") from e
+        if not isinstance(where, dict):
+            raise ConfigError("--where must be a JSON object")
+    hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **_location(args))
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
+        return 0
+    for rank, h in enumerate(hits, 1):
+        where_in = " > ".join(h.section_path) or "-"
+        pages = ""
+        if h.page_start is not None:
+            pages = (f" p.{h.page_start}" if h.page_start == h.page_end
+                     else f" p.{h.page_start}-{h.page_end}")
+        print(f"{rank}. {h.source}{pages}  [{h.distance:.3f}]  {where_in}")
+        text = h.text if args.full else _clip(h.text, 300)
+        print("   " + text.replace("\n", "\n   "))
+    if not hits:
+        print("no results", file=sys.stderr)
+    return 0
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
