@@ -132,14 +132,16 @@ def bench_code(files: list[Path], chunker: Chunker, tokenize: Callable[[str], li
         biggest = max([biggest, *(c.tokens for c in chunks)])
     print(f"  chunkwise: {whole}/{fits} fitting definitions whole, largest chunk {biggest} tokens")
     if splitter is not None:
-        fits = whole = biggest = 0
+        fits = whole = biggest = over = total = 0
         for t in texts:
             pieces = splitter.split_text(t)
             f, w = kept_whole(t, splitter_spans(t, pieces), count, budget)
             fits, whole = fits + f, whole + w
-            biggest = max([biggest, *(count(p) for p in pieces)])
+            sizes = [count(p) for p in pieces]
+            biggest = max([biggest, *sizes])
+            over, total = over + sum(n > budget for n in sizes), total + len(sizes)
         print(f"  CodeSplitter: {whole}/{fits} fitting definitions whole, "
-              f"largest chunk {biggest} tokens")
+              f"largest chunk {biggest} tokens, {over}/{total} chunks over the budget")
 
 
 def bench_csv(files: list[Path], chunker: Chunker, runs: int) -> None:
