@@ -153,6 +153,10 @@ def test_resolve_embedder_specs(monkeypatch, tmp_path):
     assert isinstance(default.chroma_function, E.ChunkwiseEmbeddingFunction)
     by_path = E.resolve_embedder("chunkwise.embeddings:ChunkwiseEmbeddingFunction")
     assert by_path.identity == default.identity
+    # the LlamaIndex wrapper of the same model fills the same collections
+    wrapped = E.resolve_embedder("chunkwise.llama_index:ChunkwiseEmbedding")
+    assert wrapped.identity == default.identity
+    assert isinstance(wrapped.chroma_function, E.ChunkwiseEmbeddingFunction)
 
     mock = E.resolve_embedder(MockEmbedding(embed_dim=8))
     assert mock.identity.startswith("llama_index:") and mock.chroma_function is None

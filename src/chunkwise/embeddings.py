@@ -378,6 +378,9 @@ def _looks_like_embedder(obj: object) -> bool:
 def _embedder_from_object(obj: Any, spec: str | None) -> Embedder:
     if isinstance(obj, MiniLMEmbedder):
         return _minilm_embedder(str(obj.model_dir) if obj.model_dir else None, spec or "minilm")
+    if type(obj).__module__ == "chunkwise.llama_index" and type(obj).__name__ == "ChunkwiseEmbedding":
+        # the same model behind LlamaIndex's interface: same identity, same collections
+        return _minilm_embedder(obj.model_dir, spec or "minilm")
     if hasattr(obj, "get_text_embedding_batch"):  # a LlamaIndex BaseEmbedding
         model = getattr(obj, "model_name", None) or ""
         identity = f"llama_index:{type(obj).__module__}.{type(obj).__qualname__}:{model}"
