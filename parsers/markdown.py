@@ -3,26 +3,31 @@
 Sections: heading-led sections (ATX and setext) nesting by level, and under them the blocks:
 paragraphs, lists (items as children), fenced and indented code, tables (rows as children,
 the header row as context), block quotes, HTML blocks, and YAML/TOML front matter. Only the
-block rules run: inline parsing is not needed for structure and is most of markdown-it's
-time. Line ranges (`Token.map`) become `str` offsets through `LineIndex`.
+block rules that shape structure run (see `_markdown`): inline parsing is not needed for
+structure and is most of markdown-it's time. Line ranges (`Token.map`) become `str` offsets
+through the line starts markdown-it computes.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
+from operator import attrgetter
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import LineIndex, decode
+from chunkwise.textio import decode
 
 _FRONT_MATTER = re.compile(r"(---|\+\+\+)[ \t]*\n(.*?\n)?(---|\.\.\.|\+\+\+)[ \t]*(\n|$)", re.S)
 _FM_TITLE = re.compile(r"""^title\s*[:=]\s*["']?(.*?)["']?\s*$""", re.M)
 # Inline markup to drop from heading text (the canonical text keeps it verbatim).
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|!?\[([^\]]*)\]\[[^\]]*\]")
 _MARKUP = re.compile(r"[*_`]+|<[^>]+>|\{\s*[#.:][^}]*\}")
+_MARKUP_START = re.compile(r"[\[*_`<{]")
 _LEVEL_HEADING = 100  # h1 = 99 … h6 = 94
 _LEVEL_FRONT, _LEVEL_BLOCK, _LEVEL_ITEM = 60, 50, 10
+_TOKEN_LEVEL = attrgetter("level")
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
     "fence": "code", "code_block": "code", "table_open": "table",
@@ -35,60 +40,87 @@ def _markdown():
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"maxNesting": 20}).enable("table")
-    md.disable(["inline", "text_join"])
+    # Only block structure is needed. Inline parsing (and text_join, which post-processes
+    # it) would be most of markdown-it's time. Link reference definitions only serve
+    # inline links: without their rule, definition lines are paragraph text, a section
+    # like any other (before, they had none and were glued to the next block).
+    # `normalize` rewrites every newline of the source: `decode` already normalised them,
+    # and its other change (NUL -> U+FFFD) moves no line, so `Token.map` is the same.
+    # `html_block` stays: an HTML block may span blank lines (a comment, <pre>) whose
+    # inside must not be read as Markdown headings or lists.
+    md.disable(["inline", "text_join", "reference", "normalize"])
     return md
 
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:
+    from markdown_it.rules_block import StateBlock
+
     text, warnings = decode(data, source)
-    lines = LineIndex(text)
-    sections: list[Section] = []
-    title = ""
-    body_line = 0
-    fm = _FRONT_MATTER.match(text)
-    if fm:
-        body_line = lines.line_of(fm.end() - 1) + (1 if fm.group(4) else 0)
-        sections.append(Section(0, lines.offset(body_line), _LEVEL_FRONT, "front_matter"))
-        t = _FM_TITLE.search(fm.group(2) or "")
-        title = t.group(1).strip() if t else ""
+    md = _markdown()
+    # What `md.parse` does, minus the core rules (none needed, see `_markdown`), keeping the
+    # line starts markdown-it computes anyway (they index `Token.map`; the fake line past
+    # the end starts at len(text)), and starting after the front matter.
+    state = StateBlock(text, md, {}, [])
+    starts = list(state.bMarks)
+    title, body_line, sections = _front_matter(text, starts)
     try:
-        tokens = _markdown().parse(text[lines.offset(body_line):]) if body_line else _markdown().parse(text)
+        md.block.tokenize(state, body_line, state.lineMax)
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
-    root = (title,) if title else ()
-    heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path) open sections
-    stack: list[tuple[int, str]] = []
-    blocks: list[tuple[int, int, str, int]] = []  # (start, end, kind, token index)
-    for i, tok in enumerate(tokens):
-        if tok.level != 0 or tok.nesting == -1 or tok.map is None:
-            continue
-        start = lines.offset(tok.map[0] + body_line)
-        end = lines.offset(tok.map[1] + body_line)
-        if tok.type == "heading_open":
-            level = int(tok.tag[1])
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, _heading_text(tokens[i + 1].content)))
-            heads.append((level, start, root + tuple(h for _, h in stack)))
-            continue
-        kind = _BLOCK_KINDS.get(tok.type)
-        if kind:
-            blocks.append((start, end, kind, i))
-    sections += _heading_sections(heads, len(text))
-    starts = [h[1] for h in heads]
-    for start, end, kind, i in blocks:
-        path = _path_at(heads, starts, start) or root
-        sections.append(Section(start, end, _LEVEL_BLOCK, kind, path,
-                                _block_context(tokens[i], kind, text, start)))
-        if kind in ("table", "list"):
-            sections += _children(tokens, i, kind, lines, body_line, path)
+    sections += _sections(state.tokens, starts, text, (title,) if title else ())
     return ParsedDocument(source=source, format="markdown", text=text,
                           sections=tuple(sections), title=title, warnings=tuple(warnings))
 
 
+def _front_matter(text: str, starts: list[int]) -> tuple[str, int, list[Section]]:
+    """YAML/TOML front matter: (its title, the first line after it, its section)."""
+    fm = _FRONT_MATTER.match(text)
+    if not fm:
+        return "", 0, []
+    body_line = bisect_right(starts, fm.end() - 1) - 1 + (1 if fm.group(4) else 0)
+    t = _FM_TITLE.search(fm.group(2) or "")
+    title = t.group(1).strip() if t else ""
+    return title, body_line, [Section(0, starts[body_line], _LEVEL_FRONT, "front_matter")]
+
+
+def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> list[Section]:
+    """Heading sections, top-level blocks and their items or rows, in one walk over the
+    top-level tokens. Those follow each other; an opening token's closing one is the next
+    token at level 0, found with `list.index` (most tokens are nested ones)."""
+    levels = list(map(_TOKEN_LEVEL, tokens))
+    heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path) of headings
+    stack: list[tuple[int, str]] = []  # the open headings: (level, text)
+    path = root
+    blocks: list[Section] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = tokens[i]
+        close = levels.index(0, i + 1) if tok.nesting == 1 else i
+        kind = _BLOCK_KINDS.get(tok.type)
+        if tok.map is None:
+            pass
+        elif tok.type == "heading_open":
+            level = int(tok.tag[1])
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, _heading_text(tokens[i + 1].content)))
+            path = root + tuple(h for _, h in stack)
+            heads.append((level, offsets[tok.map[0]], path))
+        elif kind:
+            start = offsets[tok.map[0]]
+            blocks.append(Section(start, offsets[tok.map[1]], _LEVEL_BLOCK, kind, path,
+                                  _block_context(tok, kind, text, start)))
+            if kind in ("table", "list"):
+                blocks += _children(tokens, levels, i, close, offsets, path)
+        i = close + 1
+    return _heading_sections(heads, len(text)) + blocks
+
+
 def _heading_text(raw: str) -> str:
-    text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", raw)
-    text = _MARKUP.sub("", text)
+    text = raw
+    if _MARKUP_START.search(raw):  # most headings are plain text
+        text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
+        text = _MARKUP.sub("", text)
     return " ".join(text.split()).rstrip("#").strip() or raw.strip()
 
 
@@ -105,13 +137,6 @@ def _heading_sections(heads: list[tuple[int, int, tuple[str, ...]]], n: int) -> 
     return out
 
 
-def _path_at(heads, starts, offset) -> tuple[str, ...]:
-    from bisect import bisect_right
-
-    i = bisect_right(starts, offset) - 1
-    return heads[i][2] if i >= 0 else ()
-
-
 def _block_context(tok, kind: str, text: str, start: int) -> str:
     """Repeated before later chunks of a split block: a table's header row and delimiter
     row, a code fence's opening line (so the language is known)."""
@@ -125,19 +150,27 @@ def _block_context(tok, kind: str, text: str, start: int) -> str:
     return ""
 
 
-def _children(tokens, i: int, kind: str, lines: LineIndex, body_line: int,
+def _children(tokens, levels: list[int], i: int, close: int, offsets: list[int],
               path: tuple[str, ...]) -> list[Section]:
-    """Table body rows, or top-level list items, as child sections."""
-    want = "tr_open" if kind == "table" else "list_item_open"
-    depth = 2 if kind == "table" else 1
+    """Table body rows, or top-level list items, as child sections of block `i`."""
+    table = tokens[i].type == "table_open"
+    want, depth = ("tr_open", 2) if table else ("list_item_open", 1)
+    header_line = tokens[i].map[0]
     out = []
-    for tok in tokens[i + 1:]:
-        if tok.level == 0:
-            break
-        if tok.type == want and tok.level == depth and tok.map is not None:
-            if kind == "table" and tok.map[0] == tokens[i].map[0]:
-                continue  # the header row: context, and the gap before the first row
-            s = lines.offset(tok.map[0] + body_line)
-            e = lines.offset(tok.map[1] + body_line)
-            out.append(Section(s, e, _LEVEL_ITEM, "row" if kind == "table" else "item", path))
+    # At this depth tokens come in pairs: an opening one, then (after deeper ones) its close.
+    k = _find(levels, depth, i + 1, close)
+    while k >= 0:
+        tok = tokens[k]
+        if tok.type == want and tok.map is not None and not (table and tok.map[0] == header_line):
+            out.append(Section(offsets[tok.map[0]], offsets[tok.map[1]], _LEVEL_ITEM,
+                               "row" if table else "item", path))
+        k = _find(levels, depth, levels.index(depth, k + 1, close) + 1, close)
     return out
+
+
+def _find(levels: list[int], level: int, lo: int, hi: int) -> int:
+    """The first index in [lo, hi) of a token at `level`, or -1."""
+    try:
+        return levels.index(level, lo, hi)
+    except ValueError:
+        return -1

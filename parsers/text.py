@@ -9,12 +9,12 @@ Rabbit-Hole"). Everything else is paragraphs.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 
 from chunkwise.model import ParsedDocument, Section
 from chunkwise.textio import decode
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_NONSPACE = re.compile(r"\S")
 _CHAPTER = re.compile(
     r"(?:CHAPTER|Chapter|BOOK|Book|PART|Part|SECTION|Section)\s+"
     r"(?:[IVXLCDM]+|\d+|[A-Z][a-z]+|[A-Z]+)\.?(?:[:.\s-].*)?"
@@ -25,40 +25,48 @@ _LEVEL_HEADING, _LEVEL_PARAGRAPH = 100, 10
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:
     text, warnings = decode(data, source)
-    blocks = _blocks(text)
+    heads, paragraphs = _classify(text, _blocks(text))
+    # A heading section runs to the next heading; the paragraphs under it carry its path.
     sections: list[Section] = []
-    heads: list[tuple[int, str]] = []  # (start, title) of each heading section
+    bounds = [h[0] for h in heads] + [len(text)]
+    for (start, title), end in zip(heads, bounds[1:]):
+        sections.append(Section(start, end, _LEVEL_HEADING, "section", (title,)))
+    k = -1  # the last heading before the paragraph (both lists are in document order)
+    for start, end in paragraphs:
+        while k + 1 < len(heads) and heads[k + 1][0] <= start:
+            k += 1
+        path = (heads[k][1],) if k >= 0 else ()
+        sections.append(Section(start, end, _LEVEL_PARAGRAPH, "paragraph", path))
+    return ParsedDocument(source=source, format="text", text=text, sections=tuple(sections),
+                          warnings=tuple(warnings))
+
+
+def _classify(text: str, blocks: list[tuple[int, int]]
+              ) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
+    """Split blocks into headings (start, title) and paragraphs (start, end)."""
+    heads: list[tuple[int, str]] = []
+    paragraphs: list[tuple[int, int]] = []
     i = 0
     while i < len(blocks):
         start, end = blocks[i]
-        title = _heading(text[start:end])
-        if title and _is_chapter(text[start:end]) and i + 1 < len(blocks):
-            s2, e2 = blocks[i + 1]
-            sub = text[s2:e2].strip()
+        title = _heading(text, start, end)
+        if title and i + 1 < len(blocks) and _is_chapter(text, start, end):
+            s2, e2 = blocks[i + 1]  # a one-line subtitle right after a chapter line
+            sub = text[s2:e2]
             if "\n" not in sub and len(sub) <= 60 and not sub.endswith((".", ",", ";")):
                 title = f"{title}: {sub}"
                 i += 1
         if title:
             heads.append((start, title))
         else:
-            sections.append(Section(start, end, _LEVEL_PARAGRAPH, "paragraph"))
+            paragraphs.append((start, end))
         i += 1
-    # A heading section runs to the next heading; its paragraphs carry its path.
-    bounds = [h[0] for h in heads] + [len(text)]
-    paths = []
-    for (start, title), end in zip(heads, bounds[1:]):
-        sections.append(Section(start, end, _LEVEL_HEADING, "section", (title,)))
-        paths.append((start, end, (title,)))
-    if paths:
-        starts = [p[0] for p in paths]
-        sections = [_with_path(s, paths, starts) for s in sections]
-    return ParsedDocument(source=source, format="text", text=text, sections=tuple(sections),
-                          warnings=tuple(warnings))
+    return heads, paragraphs
 
 
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Spans of the non-blank paragraphs, whitespace-trimmed at both ends."""
-    out = []
+    out: list[tuple[int, int]] = []
     pos = 0
     for m in _PARAGRAPH_BREAK.finditer(text):
         _append_trimmed(out, text, pos, m.start())
@@ -68,31 +76,25 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 
 
 def _append_trimmed(out: list, text: str, start: int, end: int) -> None:
-    chunk = text[start:end]
-    stripped = chunk.strip()
-    if stripped:
-        lead = len(chunk) - len(chunk.lstrip())
-        out.append((start + lead, start + lead + len(stripped)))
+    m = _NONSPACE.search(text, start, end)
+    if m is not None:
+        while text[end - 1].isspace():
+            end -= 1
+        out.append((m.start(), end))
 
 
-def _is_chapter(block: str) -> bool:
-    return "\n" not in block.strip() and bool(_CHAPTER.fullmatch(block.strip()))
+def _is_chapter(text: str, start: int, end: int) -> bool:
+    return text.find("\n", start, end) == -1 and bool(_CHAPTER.fullmatch(text, start, end))
 
 
-def _heading(block: str) -> str | None:
-    lines = block.strip().split("\n")
-    if len(lines) == 1 and len(lines[0]) <= 80 and _CHAPTER.fullmatch(lines[0].strip()):
-        return " ".join(lines[0].split())
-    if len(lines) == 2:
-        title, rule = lines[0].strip(), lines[1].strip()
+def _heading(text: str, start: int, end: int) -> str | None:
+    """The title if the (trimmed) block is a heading: a chapter line, or an underlined
+    line. Only one- and two-line blocks qualify, so others are not even sliced."""
+    newlines = text.count("\n", start, end)
+    if newlines == 0 and end - start <= 80 and _CHAPTER.fullmatch(text, start, end):
+        return " ".join(text[start:end].split())
+    if newlines == 1:
+        title, rule = (line.strip() for line in text[start:end].split("\n"))
         if title and _UNDERLINE.fullmatch(rule) and abs(len(rule) - len(title)) <= 2:
             return title
     return None
-
-
-def _with_path(s: Section, paths: list[tuple[int, int, tuple[str, ...]]],
-               starts: list[int]) -> Section:
-    i = bisect_right(starts, s.start) - 1
-    if i >= 0 and s.kind != "section":
-        return Section(s.start, s.end, s.level, s.kind, paths[i][2])
-    return s

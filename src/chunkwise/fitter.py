@@ -4,8 +4,13 @@ Packing works on *units* (the tiled children of a node, or pieces of a leaf's te
 consecutive units are merged while their estimated size fits; the merge is then counted
 exactly on the embed text (context included) and shrunk if the estimate was optimistic. A
 unit that does not fit alone is split at its own children, or, for a leaf, at blank lines,
-then lines, sentences, words and finally characters. Each leaf is counted once for the
-estimates and each emitted chunk once exactly, so the work is about two tokenizer passes.
+then lines, sentences, words and finally characters.
+
+Counting goes through a `SpanCounter` (see `tokenindex`). For the built-in tokenizers it is an
+index from one pass over the document: the estimates of a node's children are one vectorised
+search, an exact count re-encodes only a few characters at a chunk's ends, so the whole fit
+costs about one tokenizer pass. Otherwise each leaf is counted once for the estimates and
+each emitted chunk once exactly.
 
 Work is driven by an explicit stack (no recursion), so deeply nested documents are safe.
 """
@@ -19,6 +24,7 @@ from typing import Any
 from .model import ParsedDocument
 from .sizing import Sizer
 from .structure import Node, build_tree
+from .tokenindex import SpanCounter, span_counter
 
 # Leaf split levels, coarsest first; each pattern matches the separator after a piece.
 _SEPARATORS = (
@@ -66,10 +72,13 @@ class Fitter:
     def fit(self, doc: ParsedDocument, root: Node | None = None) -> list[Piece]:
         """Plan the chunks of a document, in document order."""
         self.doc, self.text = doc, doc.text
+        self.counter: SpanCounter = span_counter(self.sizer, doc.text)
         self._ctx_memo: dict[str, tuple[str, int]] = {}
         self._tstart: dict[int, int] = {}
         root = root or build_tree(doc)
-        self._est = self._estimate(root)
+        # An index estimates any run of units at once; otherwise each leaf is counted up
+        # front, once, and a node's estimate is the sum of its leaves'.
+        self._est = None if self.counter.indexed else self._estimate(root)
         out: list[Piece] = []
         stack: list[tuple] = [("node", root, (root,))]
         while stack:
@@ -82,7 +91,7 @@ class Fitter:
             else:  # ("text", start, end, level, chain, glue)
                 _, a, b, level, chain, glue = item
                 stack.extend(reversed(self._plan_text(a, b, level, chain, glue)))
-        del self.doc, self.text, self._ctx_memo, self._tstart, self._est
+        del self.doc, self.text, self.counter, self._ctx_memo, self._tstart, self._est
         return out
 
     # -- estimates ----------------------------------------------------------------------
@@ -94,7 +103,7 @@ class Fitter:
             node = todo.pop()
             order.append(node)
             todo.extend(node.children)
-        text, over = self.text, self.sizer.overhead
+        over = self.sizer.overhead
         # A leaf far longer than the budget in characters will be split anyway: do not
         # count it (its pieces are counted when it is split), estimate it as oversized.
         too_long = self.budget * _MAX_CHARS_PER_TOKEN // 2
@@ -107,7 +116,7 @@ class Fitter:
                 est[id(n)] = 2 * self.budget + (n.end - n.start) // too_long
             else:
                 leaves.append(n)
-        counts = self.sizer.count_many([text[n.start:n.end].strip() for n in leaves])
+        counts = self.counter.spans([self._trim(n.start, n.end) for n in leaves])
         est.update((id(n), c) for n, c in zip(leaves, counts))
         for node in reversed(order):  # children before parents
             if node.children:
@@ -117,9 +126,14 @@ class Fitter:
 
     # -- planning -----------------------------------------------------------------------
     def _plan_node(self, node: Node, chain: tuple[Node, ...]) -> list[tuple]:
-        if not node.children:
+        kids = node.children
+        if not kids:
             return self._plan_text(node.start, node.end, 0, chain, node.own_start)
-        units = [_Unit(c.start, c.end, self._est[id(c)], c, 0) for c in node.children]
+        if self._est is None:  # the children tile the node
+            ests = self.counter.estimates([*(c.start for c in kids), node.end])
+        else:
+            ests = [self._est[id(c)] for c in kids]
+        units = [_Unit(c.start, c.end, est, c, 0) for c, est in zip(kids, ests)]
         return self._pack(units, chain)
 
     def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
@@ -134,10 +148,9 @@ class Fitter:
             cuts = [c for c in cuts if a < c < b and c > glue]
             if cuts:
                 bounds = [a, *cuts, b]
-                spans = list(zip(bounds, bounds[1:]))
-                texts = [self.text[s:e].strip() for s, e in spans]
-                ests = self.sizer.count_many(texts)
-                units = [_Unit(s, e, c, None, level) for (s, e), c in zip(spans, ests)]
+                ests = self.counter.estimates(bounds)
+                units = [_Unit(s, e, c, None, level)
+                         for s, e, c in zip(bounds, bounds[1:], ests)]
                 return self._pack(units, chain, glue)
             level += 1
         return self._split_chars(a, b, chain)
@@ -161,7 +174,11 @@ class Fitter:
                 piece = self._piece(units, i, j, chain)
                 if piece is None or piece.tokens <= budget:
                     break
-                j -= 1
+                # too big: drop at least one unit, and as many as the excess needs
+                excess, j = piece.tokens - budget - (units[j - 1].est - over), j - 1
+                while j > i + 1 and excess > 0:
+                    j -= 1
+                    excess -= units[j].est - over
                 piece = None
             if j == i:  # the first unit alone does not fit: split it
                 plan.append(self._split_task(units[i], chain, glue))
@@ -246,7 +263,7 @@ class Fitter:
         hit = self._ctx_memo.get(raw)
         if hit is None:
             ctx = self._limit_context(raw)
-            cost = self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
+            cost = self.counter.context_cost(ctx)
             hit = self._ctx_memo[raw] = (ctx, cost)
         return hit
 
@@ -267,8 +284,7 @@ class Fitter:
         return (cut[:nl] if nl > 0 else cut).rstrip()
 
     def _count(self, context: str, a: int, b: int) -> int:
-        text = self.text[a:b]
-        return self.sizer.count(f"{context}\n\n{text}" if context else text)
+        return self.counter.embed(context, a, b)
 
     def _kinds(self, chain: tuple[Node, ...], run: list[Node]) -> tuple[str, ...]:
         seen: dict[str, None] = {}

@@ -127,3 +127,64 @@ def _hf_sizer(name: str, path: Path) -> Sizer:
         return [len(e.ids) for e in encode_batch(list(texts))]
 
     return Sizer(name, count, count_many, count(""))
+
+
+# -- token boundaries -----------------------------------------------------------------------
+@lru_cache(maxsize=8)
+def token_starts(spec: str) -> Callable[[str], list[int]]:
+    """For the tokenizer `spec` (as `get_sizer`), a function giving the `str` indices where the
+    tokens of a text start, ascending and without duplicates: the places a text can be cut
+    "at a token boundary". A byte-level BPE token that starts inside a multi-byte character
+    gives no cut point, so a cut never falls inside a character. Whitespace that a tokenizer
+    drops (WordPiece) simply has no token starting in it."""
+    if spec == "chars":
+        return lambda text: list(range(len(text)))
+    if spec in TIKTOKEN_ENCODINGS:
+        return _tiktoken_starts(_tiktoken_encoding(spec))
+    get_sizer(spec)  # the same validation and errors as the sizer
+    path = minilm_tokenizer_path() if spec == "minilm" else Path(spec).expanduser()
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    return _hf_starts(path)
+
+
+def _tiktoken_starts(enc) -> Callable[[str], list[int]]:
+    token_bytes = enc.decode_single_token_bytes
+
+    def starts(text: str) -> list[int]:
+        out: list[int] = []
+        if text.isascii():
+            pos = 0
+            for tok in enc.encode_ordinary(text):
+                out.append(pos)
+                pos += len(token_bytes(tok))
+            return out
+        # Walk tokens (byte offsets) and characters (their UTF-8 lengths) in step.
+        byte_pos, char, char_byte = 0, 0, 0
+        for tok in enc.encode_ordinary(text):
+            while char_byte < byte_pos:
+                char_byte += len(text[char].encode("utf-8", "surrogatepass"))
+                char += 1
+            if char_byte == byte_pos:
+                out.append(char)
+            byte_pos += len(token_bytes(tok))
+        return out
+
+    return starts
+
+
+def _hf_starts(path: Path) -> Callable[[str], list[int]]:
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as e:
+        raise ConfigError(f"cannot load tokenizer {path}: {e}") from e
+    tok.no_truncation()
+    tok.no_padding()
+
+    def starts(text: str) -> list[int]:
+        offsets = tok.encode(text, add_special_tokens=False).offsets
+        return sorted({s for s, e in offsets if e > s})
+
+    return starts

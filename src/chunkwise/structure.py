@@ -43,13 +43,18 @@ def build_tree(doc: ParsedDocument) -> Node:
     n = len(doc.text)
     root_path = (doc.title,) if doc.title else ()
     root = Node(0, n, 1 << 30, "document", root_path)
-    secs = [s for s in doc.sections if _clip(s, n)[0] < _clip(s, n)[1]]
-    # Parents before children: by start, then longest, then highest level.
-    secs.sort(key=lambda s: (s.start, -s.end, -s.level))
-    stack = [root]
-    for s in secs:
+    # Parents before children: by start, then longest, then highest level (then input order).
+    order = []
+    for i, s in enumerate(doc.sections):
         start, end = _clip(s, n)
-        while stack[-1] is not root and stack[-1].end <= start:
+        if start < end:
+            order.append((start, -end, -s.level, i))
+    order.sort()
+    sections = doc.sections
+    stack = [root]
+    for start, neg_end, _, i in order:
+        s, end = sections[i], -neg_end
+        while stack[-1].end <= start:  # never pops the root: start < end <= root.end
             stack.pop()
         top = stack[-1]
         if end > top.end:  # partial overlap (a parser bug): keep the tree well-formed
@@ -64,6 +69,8 @@ def build_tree(doc: ParsedDocument) -> Node:
 
 
 def _clip(s: Section, n: int) -> tuple[int, int]:
+    if 0 <= s.start and s.end <= n:  # the usual case: nothing to clip
+        return s.start, s.end
     return max(0, min(s.start, n)), max(0, min(s.end, n))
 
 

@@ -1,0 +1,287 @@
+"""Exact token counts for many spans of one text, from one tokenizer pass over it.
+
+The fitter asks for the size of many spans of the same document: units to merge, candidate
+chunks with their context. Encoding each span again costs several passes over the document.
+For the tokenizers below, one pass is enough, because they first cut the text into
+*pre-tokens* and never merge tokens across a pre-token boundary:
+
+- tiktoken (`cl100k_base`, `o200k_base`) cuts with a regex, then runs BPE inside each piece;
+- WordPiece with the BERT pre-tokenizer (`minilm`) cuts at whitespace and punctuation, after
+  a character-by-character normalizer.
+
+An *anchor* is a position that is a pre-token boundary whatever text surrounds it, decided
+from the characters on either side alone (see `_TIKTOKEN_ANCHOR`, `_WORDPIECE_ANCHOR`: each
+match is the character before an anchor, so the anchor is `match.end()`).
+Between two anchors, a span's tokens are exactly the document's tokens there, so a span costs
+two binary searches plus encoding its short ends (start to first anchor, last anchor to end).
+Counts are exact, never estimates; any tokenizer not proven here is counted directly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from .errors import ChunkwiseError
+from .sizing import (TIKTOKEN_ENCODINGS, Sizer, _tiktoken_encoding, get_sizer,
+                     minilm_tokenizer_path)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# tiktoken anchors, for the pre-token regexes in `_TIKTOKEN_PATTERNS` (checked at load time).
+# No alternative of those regexes matches a string holding, side by side:
+#   - printable ASCII, then a space or tab (a leading space only ever *starts* a piece;
+#     punctuation runs absorb newlines, never spaces);
+#   - an ASCII letter or digit, then a newline;
+#   - a newline, then a character that is neither whitespace nor `/` (only newlines follow a
+#     newline inside a piece; o200k's punctuation runs may also take `/`).
+# Only whitespace pieces look past themselves (`\s+(?!\S)`, `\s++$`). Whitespace before an
+# anchor ends with a newline, and its last piece runs to that newline either way: through
+# `\s++$` at the end of a text, `\s*[\r\n]` (or `\s*[\r\n]+`) when more text follows. So a
+# text cut at an anchor gives the same pieces on both sides, hence the same tokens.
+_TIKTOKEN_ANCHOR = re.compile(r"[!-~](?=[ \t])|[0-9A-Za-z](?=\n)|\n(?=[^\s/])")
+#: the pre-token regexes the anchors above were checked against: cl100k_base as current
+#: and older tiktoken releases write it, and o200k_base
+_TIKTOKEN_PATTERNS = frozenset({
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+})
+# WordPiece after the BERT pre-tokenizer: every word ends at whitespace, and the normalizer
+# works character by character, so any position next to ASCII whitespace is an anchor.
+# (Punctuation splits too, but an added token such as `[SEP]` may contain it.)
+_WORDPIECE_ANCHOR = re.compile(r"[^ \t\n](?=[ \t\n])|[ \t\n]")
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+#: first window searched backwards for an anchor; it grows 8x until one is found
+_WINDOW = 16
+
+
+class SpanCounter:
+    """Token counts of spans of one text, as `sizer.count` gives them (overhead included),
+    memoised by span. This base class encodes every span it is asked about."""
+
+    #: True when `span` costs no pass over the span (an index built from one document pass)
+    indexed = False
+
+    def __init__(self, sizer: Sizer, text: str) -> None:
+        self.sizer, self.text = sizer, text
+        self._memo: dict[tuple[int, int], int] = {}
+        self._contexts: dict[str, int] = {}
+
+    def span(self, a: int, b: int) -> int:
+        """Exact count of `text[a:b]`."""
+        n = self._memo.get((a, b))
+        if n is None:
+            n = self._memo[(a, b)] = self._count(a, b)
+        return n
+
+    def spans(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
+        """Exact counts of several spans (one batch call to the tokenizer)."""
+        counts = self.sizer.count_many([self.text[a:b] for a, b in pairs])
+        self._memo.update(zip(pairs, counts))
+        return counts
+
+    def estimates(self, bounds: Sequence[int]) -> list[int]:
+        """Counts, used only to choose what to try, of the tiles between consecutive
+        `bounds`; here the exact counts of the tiles without surrounding whitespace."""
+        text = self.text
+        return self.sizer.count_many([text[a:b].strip() for a, b in zip(bounds, bounds[1:])])
+
+    def context_cost(self, context: str) -> int:
+        """Tokens that `context + "\\n\\n"` adds before a text."""
+        cost = self._contexts.get(context)
+        if cost is None:
+            cost = self.sizer.count(context + "\n\n") - self.sizer.overhead if context else 0
+            self._contexts[context] = cost
+        return cost
+
+    def embed(self, context: str, a: int, b: int) -> int:
+        """Exact count of the embed text `context + "\\n\\n" + text[a:b]` (just the text
+        when the context is empty)."""
+        if not context:
+            return self.span(a, b)
+        return self.sizer.count(f"{context}\n\n{self.text[a:b]}")
+
+    def _count(self, a: int, b: int) -> int:
+        return self.sizer.count(self.text[a:b])
+
+
+class _AnchoredCounter(SpanCounter):
+    """Counts from one document pass: `ends[k]` is the `str` index where the document's token
+    k ends (rounded up to a whole character; ascending), so the tokens between anchors
+    p <= q are those ending in (p, q]."""
+
+    indexed = True
+
+    def __init__(self, sizer: Sizer, text: str, ends: np.ndarray, anchor: re.Pattern,
+                 inner: Callable[[str], int]) -> None:
+        super().__init__(sizer, text)
+        self._anchor, self._inner = anchor, inner
+        self._ending_by = ends.searchsorted  # (p, "right") -> tokens ending at or before p
+
+    def _between(self, a: int, b: int) -> int:
+        """The document's tokens ending in (a, b]."""
+        ending_by = self._ending_by
+        return int(ending_by(b, "right") - ending_by(a, "right"))
+
+    def spans(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
+        return [self.span(a, b) for a, b in pairs]
+
+    def estimates(self, bounds: Sequence[int]) -> list[int]:
+        """The document's tokens ending in each tile, in one vectorised search. The
+        estimates of consecutive tiles add up to the estimate of the run, which is its
+        count give or take the tokens cut at its ends and the whitespace after it."""
+        ending = self._ending_by(bounds, "right")
+        return (ending[1:] - ending[:-1] + self.sizer.overhead).tolist()
+
+    def embed(self, context: str, a: int, b: int) -> int:
+        if context and self._joins(a):
+            return self.context_cost(context) + self.span(a, b)
+        return super().embed(context, a, b)
+
+    def _joins(self, a: int) -> bool:
+        """Whether the start of `text[a:]` is an anchor right after `"\\n\\n"`."""
+        return True
+
+    def _count(self, a: int, b: int) -> int:
+        text = self.text
+        p = self._first_anchor(a, b) if a < b else None
+        if p is None:
+            return self.sizer.count(text[a:b])
+        q = self._last_anchor(p, b)
+        return (self._inner(text[a:p]) + self._between(p, q) + self._inner(text[q:b])
+                + self.sizer.overhead)
+
+    def _first_anchor(self, a: int, b: int) -> int | None:
+        """The first anchor in [a, b] (the text's ends are anchors too)."""
+        if a == 0:
+            return 0
+        n = len(self.text)
+        # the match is the character before the anchor; its lookahead needs the one after
+        m = self._anchor.search(self.text, a - 1, min(b + 1, n))
+        if m is not None and m.end() <= b:
+            return m.end()
+        return b if b == n else None
+
+    def _last_anchor(self, lo: int, b: int) -> int:
+        """The last anchor in [lo, b], where `lo` is one: searched backwards from b in
+        windows that grow until one holds an anchor."""
+        text = self.text
+        if b == len(text) or self._anchor.match(text, b - 1, b + 1):
+            return b
+        window = _WINDOW
+        while True:
+            start = max(lo, b - window)
+            last = lo
+            for m in self._anchor.finditer(text, start, b):
+                last = m.end()
+            if last > lo or start == lo:
+                return last
+            window *= 8
+
+
+class _TiktokenCounter(_AnchoredCounter):
+    def _joins(self, a: int) -> bool:
+        c = self.text[a:a + 1]
+        return bool(c) and not c.isspace() and c != "/"
+
+
+def span_counter(sizer: Sizer, text: str) -> SpanCounter:
+    """The best exact counter for `sizer` over `text`: an index built from one pass when the
+    tokenizer is one of those proven above, else direct counting."""
+    build = _index_builder(sizer)
+    return build(sizer, text) if build is not None else SpanCounter(sizer, text)
+
+
+def _index_builder(sizer: Sizer) -> Callable[[Sizer, str], SpanCounter] | None:
+    try:
+        if get_sizer(sizer.name) is not sizer:  # a custom sizer that reuses a name
+            return None
+    except ChunkwiseError:
+        return None
+    if sizer.name in TIKTOKEN_ENCODINGS:
+        return _tiktoken_builder(sizer.name)
+    if sizer.name == "minilm":
+        return _wordpiece_builder(str(minilm_tokenizer_path()))
+    if sizer.name.endswith(".json"):
+        return _wordpiece_builder(sizer.name)
+    return None
+
+
+@lru_cache(maxsize=4)
+def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
+    import numpy as np
+
+    enc = _tiktoken_encoding(name)
+    if getattr(enc, "_pat_str", None) not in _TIKTOKEN_PATTERNS:
+        return None  # a regex the anchors were not checked against: count directly
+    # chars[t] = how many characters token t starts (its bytes that are not UTF-8
+    # continuation bytes), so running sums give each token's end as a `str` index.
+    chars = np.zeros(enc.n_vocab, dtype=np.int64)
+    for t in range(enc.n_vocab):
+        try:
+            chars[t] = len(enc.decode_single_token_bytes(t).translate(None, _CONTINUATION_BYTES))
+        except KeyError:  # an unused id
+            pass
+    encode = enc.encode_ordinary
+
+    def inner(s: str) -> int:
+        return len(encode(s)) if s else 0
+
+    def build(sizer: Sizer, text: str) -> SpanCounter:
+        # With no special token allowed or disallowed this is `encode_ordinary`, as an
+        # array (no Python list of ints to build).
+        ids = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+        return _TiktokenCounter(sizer, text, np.cumsum(chars[ids]), _TIKTOKEN_ANCHOR, inner)
+
+    return build
+
+
+@lru_cache(maxsize=4)
+def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
+    if not _is_bert_wordpiece(Path(path)):
+        return None
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(path)
+    tok.no_truncation()
+    tok.no_padding()
+
+    def inner(s: str) -> int:
+        return len(tok.encode(s, add_special_tokens=False).ids) if s else 0
+
+    def build(sizer: Sizer, text: str) -> SpanCounter:
+        offsets = tok.encode(text, add_special_tokens=False).offsets
+        ends = np.fromiter((e for _, e in offsets), dtype=np.int64, count=len(offsets))
+        return _AnchoredCounter(sizer, text, ends, _WORDPIECE_ANCHOR, inner)
+
+    return build
+
+
+def _is_bert_wordpiece(path: Path) -> bool:
+    """BERT normalizer (or none), BERT pre-tokenizer, WordPiece, and added tokens that
+    neither hold nor strip whitespace: the setup the WordPiece anchors are proven for."""
+    try:
+        spec = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    norm, pre, model = spec.get("normalizer"), spec.get("pre_tokenizer"), spec.get("model")
+    added = spec.get("added_tokens") or []
+    return ((norm is None or norm.get("type") == "BertNormalizer")
+            and (pre or {}).get("type") == "BertPreTokenizer"
+            and (model or {}).get("type") == "WordPiece"
+            and all(not any(c.isspace() for c in t.get("content", " "))
+                    and not t.get("lstrip") and not t.get("rstrip") for t in added))

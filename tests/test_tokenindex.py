@@ -1,0 +1,108 @@
+"""The span counter: counts from one document pass equal direct counts, always.
+
+The anchor rules in `chunkwise.tokenindex` are a proof about the tokenizers' pre-token
+regexes; these tests check the claim against the real tokenizers on real documents and on
+strings built from the characters where the rules are delicate (newlines before `/`,
+punctuation before newlines, Unicode spaces, special-token text, CJK, emoji).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chunkwise.sizing import Sizer, get_sizer, minilm_tokenizer_path
+from chunkwise.tokenindex import SpanCounter, span_counter
+
+from conftest import FIXTURES
+
+TOKENIZERS = ["cl100k_base", "o200k_base", "minilm"]
+PIECES = ["a", "Zq", "9", "12345", " ", "  ", "\t", "\n", "\n\n", " \n", "\n ", ".", ",", "/",
+          "'s", "'", "-", "|", "`", "#", "*", "é", "日本", "ς", "😀", "\u00a0", "\u2003",
+          "\u2028", "\x0b", "\x0c", "\x1c", "<|endoftext|>", "[SEP]", "[UNK]", "word"]
+CONTEXTS = ["", "Guide > Install", "| a | b |\n|---|---|", "ends with slash /", "trailing ",
+            "日本語"]
+FILES = ["fastapi__features.md", "alice-in-wonderland.txt",
+         "mkdocs-material__reference__data-tables.md"]
+
+
+def _check_spans(name: str, text: str, rng: random.Random, n: int) -> None:
+    sizer = get_sizer(name)
+    counter = span_counter(sizer, text)
+    assert counter.indexed
+    for _ in range(n):
+        a = rng.randrange(len(text) + 1)
+        b = rng.randrange(a, min(len(text), a + rng.choice([4, 60, 600, 6000])) + 1)
+        if rng.random() < 0.5:  # most spans the fitter asks about are whitespace-trimmed
+            while a < b and text[a].isspace():
+                a += 1
+            while b > a and text[b - 1].isspace():
+                b -= 1
+        span = text[a:b]
+        assert counter.span(a, b) == sizer.count(span), (name, a, b, span[:80])
+        context = rng.choice(CONTEXTS)
+        embed = f"{context}\n\n{span}" if context else span
+        assert counter.embed(context, a, b) == sizer.count(embed), (name, context, span[:80])
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+@pytest.mark.parametrize("fixture", FILES)
+def test_spans_of_real_documents_count_exactly(name, fixture):
+    text = (FIXTURES / fixture).read_text("utf-8").replace("\r\n", "\n")
+    _check_spans(name, text, random.Random(fixture), 400)
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_spans_of_adversarial_strings_count_exactly(name):
+    rng = random.Random(7)
+    for _ in range(60):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 300)))
+        _check_spans(name, text, rng, 60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=80), st.data())
+def test_any_span_counts_exactly(pieces, data):
+    text = "".join(pieces)
+    a = data.draw(st.integers(0, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    context = data.draw(st.sampled_from(CONTEXTS))
+    for name in TOKENIZERS:
+        sizer = get_sizer(name)
+        counter = span_counter(sizer, text)
+        assert counter.span(a, b) == sizer.count(text[a:b])
+        embed = f"{context}\n\n{text[a:b]}" if context else text[a:b]
+        assert counter.embed(context, a, b) == sizer.count(embed)
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_tile_estimates_are_close_to_stripped_counts(name):
+    """Estimates only steer packing, but should be about the counts of the stripped tiles
+    (they differ by the tokens the cuts split and the whitespace at a tile's end)."""
+    text = (FIXTURES / "fastapi__features.md").read_text("utf-8")
+    sizer = get_sizer(name)
+    bounds = [0, *(m.end() for m in re.finditer(r"\n\s*\n", text)), len(text)]
+    estimates = span_counter(sizer, text).estimates(bounds)
+    exact = [sizer.count(text[a:b].strip()) for a, b in zip(bounds, bounds[1:])]
+    assert all(type(e) is int for e in estimates)
+    assert all(abs(e - x) <= 2 for e, x in zip(estimates, exact)), list(zip(estimates, exact))
+
+
+def test_unproven_tokenizers_are_counted_directly(tmp_path):
+    spec = json.loads(minilm_tokenizer_path().read_text("utf-8"))
+    spec["pre_tokenizer"] = {"type": "Whitespace"}  # not the setup the anchors are proven for
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), "utf-8")
+    sizer = get_sizer(str(path))
+    counter = span_counter(sizer, "some text, here")
+    assert not counter.indexed and type(counter) is SpanCounter
+    assert counter.span(0, 9) == sizer.count("some text")
+    # a custom sizer that reuses a built-in name is not trusted with the index either
+    fake = Sizer("cl100k_base", len, lambda texts: [len(t) for t in texts])
+    assert not span_counter(fake, "abc").indexed
+    assert span_counter(get_sizer("chars"), "abc").span(0, 2) == 2
