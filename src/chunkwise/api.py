@@ -13,20 +13,21 @@ import logging
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from .errors import ChunkwiseError, ConfigError, ParseError
 from .fitter import Fitter, Piece
 from .model import Chunk, ParsedDocument
 from .sizing import get_sizer
+from .strategies import STRATEGIES
 from .textio import LineIndex
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ("structure",)
 #: formats whose canonical text is the file itself, so line numbers mean something
 _LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_TOKENS = 16
+_DEFAULT_LLM_TIMEOUT = 60.0
 
 
 class Chunker:
@@ -38,11 +39,38 @@ class Chunker:
             `chars`, or a path to a Hugging Face `tokenizer.json`.
         overlap: tokens of the previous chunk repeated at the start of the next one
             (reserved inside the budget); must be less than half of `max_tokens`.
-        strategy: `structure` (sections first, recursive fallback).
+        strategy: `structure` (default: sections first, recursive fallback), `fixed`,
+            `sentence`, `recursive`, `semantic` or `llm`; see `chunkwise.strategies`. Only
+            `structure` and `semantic` keep chunks inside sections (invariant 4).
+        embedder: `semantic` only: a function from a list of texts to vectors (or a LlamaIndex
+            embed model); default all-MiniLM-L6-v2, loaded on first use.
+        semantic_threshold: `percentile` (default), `stddev`, `iqr` or `gradient`.
+        semantic_amount: the threshold's parameter: percentile 95, stddev 3, iqr 1.5,
+            gradient 95 (a percentile of the gradient) by default.
+        semantic_window: sentences per embedded window on each side of a boundary (default 3).
+        llm: a LlamaIndex LLM (or `module:attr`) for `strategy="llm"` and `contextualize`.
+        llm_timeout: seconds an LLM call may take before its answer is given up (default 60).
+        contextualize: True (use `llm`) or an LLM: add an LLM-written sentence situating each
+            chunk in its document to its context, within the budget.
+        context_cache: directory of the on-disk cache of those sentences (else in memory).
+        context_tokens: budget share reserved for the sentence (default 64).
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
-                 strategy: str = "structure") -> None:
+                 strategy: str = "structure", embedder: Any = None,
+                 semantic_threshold: str | None = None, semantic_amount: float | None = None,
+                 semantic_window: int | None = None, llm: Any = None,
+                 llm_timeout: float | None = None, contextualize: Any = False,
+                 context_cache: str | os.PathLike | None = None,
+                 context_tokens: int | None = None) -> None:
+        options = {k: v for k, v in getattr(strategy, "options", {}).items()}
+        given = dict(embedder=embedder, semantic_threshold=semantic_threshold,
+                     semantic_amount=semantic_amount, semantic_window=semantic_window, llm=llm,
+                     llm_timeout=llm_timeout,
+                     contextualize=None if contextualize is False else contextualize,
+                     context_cache=context_cache, context_tokens=context_tokens)
+        options.update({k: v for k, v in given.items() if v is not None})
+        strategy = str(strategy) if isinstance(strategy, str) else strategy
         if not isinstance(max_tokens, int) or max_tokens < _MIN_TOKENS:
             raise ConfigError(f"max_tokens must be an integer >= {_MIN_TOKENS}, got {max_tokens!r}")
         if not isinstance(overlap, int) or overlap < 0:
@@ -56,9 +84,51 @@ class Chunker:
         self.overlap = overlap
         self.strategy = strategy
         self.sizer = get_sizer(tokenizer)
+        extra = self._configure(options)
         self.fingerprint = hashlib.blake2b(
-            f"chunkwise-1|{tokenizer}|{max_tokens}|{overlap}|{strategy}".encode(), digest_size=8
+            f"chunkwise-1|{tokenizer}|{max_tokens}|{overlap}|{strategy}{extra}".encode(),
+            digest_size=8
         ).hexdigest()
+
+    def _configure(self, options: dict[str, Any]) -> str:
+        """Validate the strategy's and the contextualizer's options and build them; returns
+        what they add to the fingerprint (nothing for `structure` alone, so its ids never
+        change)."""
+        from .contextual import make_contextualizer
+        from .strategies import make_engine
+        from .strategies.llm import resolve_llm
+
+        semantic = {k: options.pop(k) for k in ("embedder", "semantic_threshold",
+                                                "semantic_amount", "semantic_window")
+                    if k in options}
+        if semantic and self.strategy != "semantic":
+            raise ConfigError(f"{', '.join(sorted(semantic))}: only for strategy='semantic'")
+        contextualize = options.pop("contextualize", None)
+        llm = resolve_llm(options.pop("llm", None))
+        timeout = options.pop("llm_timeout", _DEFAULT_LLM_TIMEOUT)
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise ConfigError(f"llm_timeout must be a positive number of seconds, got {timeout!r}")
+        if llm is not None and self.strategy != "llm" and contextualize is not True:
+            raise ConfigError("llm: only for strategy='llm' or contextualize=True")
+        self._engine, extra = make_engine(self.strategy, self.sizer, llm=llm,
+                                          timeout=float(timeout), **semantic)
+        self.contextualizer, self.context_tokens, more = make_contextualizer(
+            contextualize, llm, self.sizer, room=self.max_tokens - self.overlap,
+            timeout=float(timeout), cache_dir=options.pop("context_cache", None),
+            reserve=options.pop("context_tokens", None))
+        if options:
+            raise ConfigError(f"unknown options: {', '.join(sorted(options))}")
+        return extra + more
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Cumulative counters of the strategy and the contextualizer (LLM and embedding calls,
+        fallbacks, cache hits), e.g. `{"embed_calls": 12, "embedded": 1500, ...}`."""
+        out: dict[str, int] = {}
+        for part in (self._engine, self.contextualizer):
+            if part is not None:
+                out.update(part.stats)
+        return out
 
     def __repr__(self) -> str:
         return (f"Chunker(max_tokens={self.max_tokens}, tokenizer={self.tokenizer!r}, "
@@ -73,10 +143,15 @@ class Chunker:
         """Chunks of an already parsed document."""
         if not doc.text.strip():
             return []
-        fitter = Fitter(self.sizer, self.max_tokens - self.overlap)
-        pieces = fitter.fit(doc)
-        if self.overlap:
-            pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, self.max_tokens)
+        limit = self.max_tokens - self.context_tokens  # room left for a situating sentence
+        if self.strategy == "fixed":  # windows overlap natively
+            pieces = self._plan(doc, limit)
+        else:
+            pieces = self._plan(doc, limit - self.overlap)
+            if self.overlap:
+                pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
+        if self.contextualizer is not None:
+            pieces = self.contextualizer.apply(doc, pieces, self.max_tokens)
         lines = LineIndex(doc.text) if doc.format in _LINE_FORMATS else None
         doc_meta = dict(doc.meta)
         return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
@@ -90,6 +165,20 @@ class Chunker:
     def chunk_file(self, path: str | os.PathLike, *, format: str | None = None,
                    source: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_file(path, format=format, source=source))
+
+    def _plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
+        """The strategy's planned chunks, each within `budget` tokens."""
+        if self.strategy == "structure":
+            return Fitter(self.sizer, budget).fit(doc)
+        if self._engine is not None:  # semantic, llm
+            return self._engine.plan(doc, budget)
+        from .strategies import simple
+
+        if self.strategy == "fixed":
+            return simple.plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap)
+        if self.strategy == "sentence":
+            return simple.plan_sentence(doc, self.sizer, budget)
+        return simple.plan_recursive(doc, self.sizer, budget)
 
     def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineIndex | None,
                doc_meta: dict) -> Chunk:

@@ -1,0 +1,225 @@
+"""Shared machinery of the strategies that do not follow the section tree.
+
+`SectionIndex` says where an offset sits in the tiled section tree, so that a chunk cut without
+regard to structure still gets the heading path of the section it starts in as its context
+(counted in the budget), its section path, kinds and metadata. `SpanPacker` is the classic
+greedy packer over a hierarchy of splitters (the units of one level are merged while they
+fit; a unit that does not fit alone is split at the next level; characters last), with the
+same exact-count discipline as the fitter: estimates first, every emitted chunk counted
+exactly on its embed text, shrunk when over.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from typing import Callable, Sequence
+
+from ..fitter import Fitter, Piece
+from ..model import ParsedDocument
+from ..sizing import Sizer
+from ..structure import Node, build_tree
+from .sentences import sentence_cuts
+
+#: a function giving the offsets strictly inside (start, end) where a text may be cut
+Splitter = Callable[[str, int, int], list[int]]
+
+#: section kinds that are not prose: no sentence splitting, no embedding
+NON_PROSE = frozenset({
+    "code", "table", "row", "header", "cell", "rows", "front_matter", "html", "rule",
+    "function", "class", "method", "statement", "imports", "comment", "module_docstring",
+})
+NON_PROSE_FORMATS = frozenset({"python", "csv"})
+_NONSPACE = re.compile(r"\S")
+_STRUCTURAL = frozenset({"document", "section"})
+#: a character-level piece is never longer than this many characters per budget token
+_MAX_CHARS_PER_TOKEN = 32
+
+
+def trim(text: str, a: int, b: int) -> tuple[int, int]:
+    """`(a, b)` without leading and trailing whitespace; `(b, b)` when nothing is left."""
+    m = _NONSPACE.search(text, a, b)
+    if m is None:
+        return b, b
+    a = m.start()
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
+def regex_splitter(pattern: str) -> Splitter:
+    """Cut after every match of `pattern` (the separator stays with the piece before it)."""
+    rx = re.compile(pattern)
+
+    def split(text: str, a: int, b: int) -> list[int]:
+        return [m.end() for m in rx.finditer(text, a, b) if a < m.end() < b]
+
+    return split
+
+
+PARAGRAPHS = regex_splitter(r"\n[ \t]*\n\s*")
+LINES = regex_splitter(r"\n\s*")
+SENTENCES: Splitter = sentence_cuts
+WORDS = regex_splitter(r"\s+")
+
+
+class SectionIndex:
+    """The leaves of a document's tiled section tree, by offset (the leaves tile the text)."""
+
+    def __init__(self, doc: ParsedDocument, sizer: Sizer, budget: int, *,
+                 root: Node | None = None, context_share: float = 0.5) -> None:
+        self.doc, self.text, self.sizer, self.budget = doc, doc.text, sizer, budget
+        self.context_limit = max(1, int(budget * context_share))
+        self.chains: list[tuple[Node, ...]] = []
+        root = root or build_tree(doc)
+        todo = [(root, (root,))]
+        while todo:  # depth first, in document order
+            node, chain = todo.pop()
+            if node.children:
+                todo.extend((c, (*chain, c)) for c in reversed(node.children))
+            else:
+                self.chains.append(chain)
+        self.starts = [chain[-1].start for chain in self.chains]
+        self._ctx: dict[tuple[str, ...], tuple[str, int]] = {}
+
+    def chain_at(self, pos: int) -> tuple[Node, ...]:
+        """Root-to-leaf chain of the leaf holding offset `pos`."""
+        return self.chains[max(0, bisect_right(self.starts, pos) - 1)]
+
+    def context_at(self, pos: int) -> tuple[str, int]:
+        """Context of a chunk starting at `pos` (the heading path of its section, at most half
+        the budget) and its token cost inside an embed text."""
+        path = self.chain_at(pos)[-1].path if self.doc.path_in_context else ()
+        hit = self._ctx.get(path)
+        if hit is None:
+            ctx = limit_tokens(" > ".join(path), self.sizer.count, self.context_limit)
+            cost = self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
+            hit = self._ctx[path] = (ctx, cost)
+        return hit
+
+    def count(self, context: str, a: int, b: int) -> int:
+        """Exact tokens of the embed text of `text[a:b]` under `context`."""
+        text = self.text[a:b]
+        return self.sizer.count(f"{context}\n\n{text}" if context else text)
+
+    def piece(self, a: int, b: int, context: str, tokens: int) -> Piece:
+        """A planned chunk for the span; kinds and metadata from the leaves it touches."""
+        lo = max(0, bisect_right(self.starts, a) - 1)
+        hi = max(lo + 1, bisect_left(self.starts, b))
+        chains = self.chains[lo:hi]
+        kinds: dict[str, None] = {}
+        for chain in chains:
+            for node in chain:
+                if node.kind not in _STRUCTURAL:
+                    kinds[node.kind] = None
+        meta = Fitter._meta(chains[0], [chain[-1] for chain in chains[1:]])
+        return Piece(a, b, context, tokens, chains[0][-1], tuple(kinds), meta)
+
+
+def limit_tokens(text: str, count: Callable[[str], int], limit: int) -> str:
+    """`text` if it has at most `limit` tokens, else its longest prefix that does, cut at a
+    word when there is one (binary search on exact counts)."""
+    if not text or count(text) <= limit:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid].rstrip()) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    cut = text[:lo]
+    if lo < len(text) and not text[lo].isspace():
+        space = max(cut.rfind(" "), cut.rfind("\n"))
+        cut = cut[:space] if space > 0 else cut
+    return cut.rstrip()
+
+
+class SpanPacker:
+    """Greedy packing of a span to the budget over a hierarchy of splitters."""
+
+    def __init__(self, index: SectionIndex, levels: Sequence[Splitter]) -> None:
+        self.index, self.text, self.levels = index, index.text, tuple(levels)
+        self.sizer, self.budget = index.sizer, index.budget
+
+    def pack(self, a: int, b: int, level: int = 0) -> list[Piece]:
+        out: list[Piece] = []
+        stack: list[tuple] = [("split", a, b, level)]
+        while stack:  # explicit stack: no recursion limit on pathological text
+            item = stack.pop()
+            if item[0] == "emit":
+                out.append(item[1])
+            else:
+                stack.extend(reversed(self._plan(*item[1:])))
+        return out
+
+    def _plan(self, a: int, b: int, level: int) -> list[tuple]:
+        a, b = trim(self.text, a, b)
+        if a >= b:
+            return []
+        while level < len(self.levels):
+            cuts = self.levels[level](self.text, a, b)
+            if cuts:
+                bounds = [a, *cuts, b]
+                spans = [trim(self.text, s, e) for s, e in zip(bounds, bounds[1:])]
+                spans = [(s, e) for s, e in spans if s < e]
+                ests = self.sizer.count_many([self.text[s:e] for s, e in spans])
+                return self._greedy(spans, ests, level)
+            level += 1
+        return [("emit", p) for p in split_chars(self.index, a, b)]
+
+    def _greedy(self, spans: list[tuple[int, int]], ests: list[int], level: int) -> list[tuple]:
+        plan: list[tuple] = []
+        over, budget, index = self.sizer.overhead, self.budget, self.index
+        i, n = 0, len(spans)
+        while i < n:
+            ctx, ccost = index.context_at(spans[i][0])
+            total, j = over + ccost, i
+            while j < n and total + ests[j] - over <= budget:
+                total += ests[j] - over
+                j += 1
+            if j == i and ests[i] - over + ccost <= budget * 1.25:
+                j = i + 1  # estimates run high: count before splitting a near miss
+            tokens = 0
+            while j > i:
+                tokens = index.count(ctx, spans[i][0], spans[j - 1][1])
+                if tokens <= budget:
+                    break
+                j -= 1
+            if j == i:  # the unit alone does not fit: split it at the next level
+                plan.append(("split", spans[i][0], spans[i][1], level + 1))
+                i += 1
+                continue
+            while j < n and tokens + ests[j] - over <= budget:  # estimates run high
+                more = index.count(ctx, spans[i][0], spans[j][1])
+                if more > budget:
+                    break
+                tokens, j = more, j + 1
+            plan.append(("emit", index.piece(spans[i][0], spans[j - 1][1], ctx, tokens)))
+            i = j
+        return plan
+
+
+def split_chars(index: SectionIndex, a: int, b: int) -> list[Piece]:
+    """Last resort: successive longest prefixes that fit, by binary search on exact counts.
+    A prefix of one character always fits (the context takes at most half the budget)."""
+    out: list[Piece] = []
+    text, budget = index.text, index.budget
+    cap = budget * _MAX_CHARS_PER_TOKEN
+    while a < b:
+        ctx, _ = index.context_at(a)
+        lo, hi = a + 1, min(b, a + cap)
+        while lo < hi:  # largest end in [lo, hi] that fits
+            mid = (lo + hi + 1) // 2
+            if index.count(ctx, a, mid) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        s, e = trim(text, a, lo)
+        if s < e:
+            tokens = index.count(ctx, s, e)
+            if tokens > budget:  # a single odd character next to a long context
+                ctx, tokens = "", index.count("", s, e)
+            out.append(index.piece(s, e, ctx, tokens))
+        a = trim(text, lo, b)[0] if lo < b else b
+    return out

@@ -1,0 +1,292 @@
+"""The `semantic` strategy: structure first, embedding distance to choose the cuts.
+
+The prose of a document (every leaf section that is not code, a table or front matter) is
+split into sentences. At a sentence boundary, the window of `window` sentences that ends there
+and the window that starts after it are compared: a window's vector is the mean of its
+sentences' unit vectors, and the boundary's distance is the cosine distance of the two (block
+comparison, as in TextTiling). A threshold over the document's distances (percentile,
+standard deviation, interquartile range, or the rise of the distance: LangChain's
+SemanticChunker's four) marks the breakpoints.
+
+Sizing is the fitter's, with two changes: whole units (sections, or the sentences of a leaf)
+are never merged across a breakpoint, and where the budget forces a cut the cut moves to the
+boundary of largest distance in the second half of what fits. So every chunk is under the
+budget and is still inside one section or a run of whole sections (invariant 4).
+
+Cost: each prose sentence is embedded exactly once, whatever the window, in streamed batches
+that keep only the vectors later boundaries still need, so memory stays bounded on long
+documents. Code, tables and CSV files cost no embedding at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_left
+from collections import Counter
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..fitter import Fitter, Piece, _Unit
+from ..model import ParsedDocument
+from ..sizing import Sizer
+from ..structure import Node, build_tree
+from .base import NON_PROSE, NON_PROSE_FORMATS
+from .sentences import sentence_spans
+
+log = logging.getLogger(__name__)
+
+THRESHOLDS = {"percentile": 95.0, "stddev": 3.0, "iqr": 1.5, "gradient": 95.0}
+#: boundaries measured per step, and texts per call of the embedder
+BATCH = 128
+MAX_CALL = 256
+#: texts per forward pass of the default model: sentences vary in length, small batches pad
+#: little (and keep onnxruntime's buffers small)
+EMBED_BATCH = 8
+#: a cut forced by the budget moves to the largest distance in the second half of the chunk
+_MIN_FILL = 0.5
+#: breakpoints never leave a piece smaller than this share of the budget (see `_stops`)
+_MIN_SHARE = 1 / 8
+#: distances are rounded so that float noise cannot flip a threshold decision
+_DECIMALS = 6
+
+Embed = Callable[[Sequence[str]], Any]
+
+
+def breakpoints(distances: np.ndarray, method: str, amount: float) -> np.ndarray:
+    """Boolean mask of the boundaries whose distance (for `gradient`, its rise from the
+    previous boundary) is above the threshold computed over the whole document."""
+    d = np.asarray(distances, dtype=np.float64)
+    if d.size < 2:
+        return np.zeros(d.size, dtype=bool)
+    if method == "gradient":  # how sharply the distance rises into a boundary
+        d = np.diff(d, prepend=d[0])
+        return d > np.percentile(d, amount)
+    if method == "percentile":
+        return d > np.percentile(d, amount)
+    if method == "stddev":
+        return d > d.mean() + amount * d.std()
+    q1, q3 = np.percentile(d, [25, 75])
+    return d > d.mean() + amount * (q3 - q1)  # iqr
+
+
+def boundary_distances(boundaries: Sequence[int], n: int, window: int,
+                       text_of: Callable[[int], str], embed: Embed, stats: Counter) -> np.ndarray:
+    """Cosine distance at each given boundary (boundary i lies between sentences i and i + 1
+    of `n`): between the mean vector of sentences i-window+1..i and that of i+1..i+window.
+
+    `boundaries` must be ascending; `text_of(k)` is the text of sentence k. Each sentence is
+    embedded at most once; `stats` counts `embed_calls` and `embedded` sentences.
+    """
+    out = np.zeros(len(boundaries), dtype=np.float32)
+    cache: dict[int, np.ndarray] = {}
+    for lo in range(0, len(boundaries), BATCH):
+        block = boundaries[lo:lo + BATCH]
+        need = sorted({k for b in block for k in range(max(0, b - window + 1), min(n, b + window + 1))}
+                      - cache.keys())
+        for c in range(0, len(need), MAX_CALL):
+            part = need[c:c + MAX_CALL]
+            cache.update(zip(part, _unit_rows(embed([text_of(k) for k in part]))))
+            stats["embed_calls"] += 1
+            stats["embedded"] += len(part)
+        for j, b in enumerate(block, lo):
+            left = _unit(sum(cache[k] for k in range(max(0, b - window + 1), b + 1)))
+            right = _unit(sum(cache[k] for k in range(b + 1, min(n, b + window + 1))))
+            out[j] = 1.0 - float(np.dot(left, right))
+        if lo + BATCH < len(boundaries):  # keep what the next boundaries' windows reach back to
+            first = boundaries[lo + BATCH] - window + 1
+            cache = {k: v for k, v in cache.items() if k >= first}
+    return np.round(out, _DECIMALS)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def _unit_rows(vectors: Any) -> np.ndarray:
+    m = np.asarray(vectors, dtype=np.float32)
+    if m.ndim != 2:
+        raise ValueError(f"the embedder returned an array of shape {m.shape}, expected 2-D")
+    return m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+
+
+class SemanticStrategy:
+    """Options of the `semantic` strategy; `plan` is safe to call from several threads."""
+
+    def __init__(self, sizer: Sizer, *, embedder: Embed | None, threshold: str, amount: float,
+                 window: int) -> None:
+        self.sizer, self.threshold, self.amount, self.window = sizer, threshold, amount, window
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        #: cumulative: documents, sentences, embedded (sentences), embed_calls
+        self.stats: Counter = Counter()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:  # the default model loads on first use
+                    from ..embeddings import shared_embedder
+
+                    self._embedder = shared_embedder(batch_size=EMBED_BATCH).embed
+        fn = self._embedder
+        if hasattr(fn, "get_text_embedding_batch"):  # a LlamaIndex embed model
+            return fn.get_text_embedding_batch(list(texts))
+        return fn(list(texts))
+
+    def plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
+        root, text = build_tree(doc), doc.text
+        prose = _prose_leaves(doc, root)
+        spans = [s for leaf in prose for s in sentence_spans(text, leaf.start, leaf.end)]
+        starts = [s for s, _ in spans]
+        stats: Counter = Counter(documents=1, sentences=len(spans))
+        distances = boundary_distances(range(len(spans) - 1), len(spans), self.window,
+                                       lambda k: text[spans[k][0]:spans[k][1]], self.embed, stats)
+        breaks = breakpoints(distances, self.threshold, self.amount)
+        log.info("%s: semantic: %d sentences embedded in %d calls, %d breakpoints",
+                 doc.source, stats["embedded"], stats["embed_calls"], int(breaks.sum()))
+        with self._lock:
+            self.stats.update(stats)
+        fitter = _SemanticFitter(self.sizer, budget, {id(n) for n in prose}, starts)
+        fitter.distances, fitter.breaks = distances, breaks
+        return fitter.fit(doc, root)
+
+
+def _prose_leaves(doc: ParsedDocument, root: Node) -> list[Node]:
+    """Leaves outside code, tables and the like, in document order."""
+    if doc.format in NON_PROSE_FORMATS:
+        return []
+    out: list[Node] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if node.kind in NON_PROSE:
+            continue
+        if node.children:
+            todo.extend(reversed(node.children))
+        else:
+            out.append(node)
+    return out
+
+
+class _SemanticFitter(Fitter):
+    """The fitter with semantic cut choice (see the module docstring). It overrides the
+    fitter's packing step and, for prose leaves, its first split level (sentences)."""
+
+    def __init__(self, sizer: Sizer, budget: int, prose: set[int], starts: list[int]) -> None:
+        super().__init__(sizer, budget)
+        self._prose, self._starts = prose, starts
+        #: per sentence boundary: distance (NaN where not measured) and breakpoint flag
+        self.distances = np.zeros(0, dtype=np.float32)
+        self.breaks = np.zeros(0, dtype=bool)
+
+    def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
+                   glue: int) -> list[tuple]:
+        if level > 0 or id(chain[-1]) not in self._prose:
+            return super()._plan_text(a, b, level, chain, glue)
+        a, b = self._trim(a, b)
+        starts = self._starts
+        cuts = [c for c in starts[bisect_left(starts, a):bisect_left(starts, b)] if a < c and c > glue]
+        if not cuts:  # one sentence (or a heading and one): words next
+            return super()._plan_text(a, b, 3, chain, glue)
+        bounds = [a, *cuts, b]
+        spans = list(zip(bounds, bounds[1:]))
+        ests = self.sizer.count_many([self.text[s:e].strip() for s, e in spans])
+        # level 2 = sentences, so a sentence that does not fit is split at words
+        return self._pack([_Unit(s, e, c, None, 2) for (s, e), c in zip(spans, ests)], chain, glue)
+
+    def _gaps(self, units: list[_Unit]) -> list[tuple[float, bool] | None]:
+        """For each unit, the (distance, is breakpoint) of the sentence boundary before it, or
+        None where there is none (first unit, code, tables, a cut inside a sentence)."""
+        starts, out = self._starts, [None]
+        prev = self._trim(units[0].start, units[0].end)[0]
+        for unit in units[1:]:
+            s = self._trim(unit.start, unit.end)[0]
+            k = bisect_left(starts, s)
+            if (0 < k < len(starts) and starts[k] == s and starts[k - 1] >= prev
+                    and not np.isnan(self.distances[k - 1])):
+                out.append((float(self.distances[k - 1]), bool(self.breaks[k - 1])))
+            else:
+                out.append(None)
+            prev = s
+        return out
+
+    def _pack(self, units: list[_Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
+        plan: list[tuple] = []
+        over, budget = self.sizer.overhead, self.budget
+        gaps = self._gaps(units)
+        stop = _stops(units, gaps, max(1, int(budget * _MIN_SHARE)))
+        i, n = 0, len(units)
+        while i < n:
+            tstart, _ = self._trim(units[i].start, units[i].end)
+            _, ccost = self._context(chain, chain[-1], tstart)
+            total, j = over + ccost, i
+            while j < n and (j == i or not stop[j]) and total + units[j].est - over <= budget:
+                total += units[j].est - over
+                j += 1
+            if j == i and units[i].est - over + ccost <= budget * 1.25:
+                j = i + 1  # estimates run high: count before splitting a near miss
+            piece = None
+            while j > i:
+                piece = self._piece(units, i, j, chain)
+                if piece is None or piece.tokens <= budget:
+                    break
+                j -= 1
+                piece = None
+            if j == i:  # the first unit alone does not fit: split it
+                plan.append(self._split_task(units[i], chain, glue))
+                i += 1
+                continue
+            while (piece is not None and j < n and not stop[j]
+                   and piece.tokens + units[j].est - over <= budget):
+                bigger = self._piece(units, i, j + 1, chain)
+                if bigger is None or bigger.tokens > budget:
+                    break
+                piece, j = bigger, j + 1
+            if piece is not None and j < n and not stop[j]:  # the budget forced this cut
+                k = _peak(units, gaps, i, j)
+                alt = self._piece(units, i, k, chain) if k < j else None
+                if alt is not None and alt.tokens <= budget:
+                    piece, j = alt, k
+            if piece is not None:
+                plan.append(("emit", piece))
+            i = j
+        return plan
+
+
+def _stops(units: list[_Unit], gaps: list, least: int) -> list[bool]:
+    """For each unit: whether the breakpoint before it is honoured. While some piece between
+    breakpoints (or the units' ends) is smaller than `least`, the weaker breakpoint around it
+    is dropped: a distance peak often marks two neighbouring boundaries, and a stray line is
+    no topic of its own."""
+    n = len(units)
+    marks = [k for k in range(1, n) if gaps[k] is not None and gaps[k][1]]
+    sizes = [0]
+    for u in units:
+        sizes.append(sizes[-1] + u.est)
+    while marks:
+        bounds = [0, *marks, n]
+        small = next((x for x in range(len(bounds) - 1)
+                      if sizes[bounds[x + 1]] - sizes[bounds[x]] < least), None)
+        if small is None:
+            break
+        around = [m for m in (bounds[small], bounds[small + 1]) if 0 < m < n]
+        marks.remove(min(around, key=lambda m: (gaps[m][0], m)))
+    out = [False] * n
+    for k in marks:
+        out[k] = True
+    return out
+
+
+def _peak(units: list[_Unit], gaps: list, i: int, j: int) -> int:
+    """The cut in (i, j] with the largest distance among those leaving the chunk at least
+    `_MIN_FILL` of the estimated size of units i..j-1 (ties: the later cut); j if none has a
+    distance."""
+    total = sum(u.est for u in units[i:j])
+    best, best_d, size = j, -1.0, 0
+    for k in range(i + 1, j + 1):
+        size += units[k - 1].est
+        gap = gaps[k] if k < len(gaps) else None
+        if size >= _MIN_FILL * total and gap is not None and gap[0] >= best_d:
+            best, best_d = k, gap[0]
+    return best

@@ -1,0 +1,99 @@
+"""An offline sentence splitter that returns offsets, never copies.
+
+Rules, in order (the usual heuristics of rule-based splitters such as pySBD and Punkt's
+defaults, kept small):
+
+- A blank line always ends a sentence; so does the end of a Markdown heading line, and a
+  newline before a list item, heading, quote, table row or code fence.
+- `.`, `!`, `?`, `…` (possibly repeated, possibly followed by closing quotes or brackets) end a
+  sentence only when whitespace follows, so decimals (`3.14`), versions, URLs and e-mail
+  addresses (`example.com/a.b`) never split. CJK `。！？` end a sentence without a space.
+- A terminator never ends a sentence when the next word starts lower-case (`e.g. the`,
+  `approx. five`, `"Wow!" he said`).
+- A single `.` does not end a sentence after a known abbreviation (`Mr.`, `Dr.`, `e.g.`,
+  `et al.`; `Fig.`, `No.`, `p.` only before a number), an acronym with inner dots (`U.S.`,
+  `a.m.`), a single capital initial (`J. R. R. Tolkien`), or a list number at the start of a
+  line (`1. First`).
+"""
+
+from __future__ import annotations
+
+import re
+
+_END = re.compile(r"(?:[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+[」』”’)\]]*)")
+_HARD = re.compile(
+    r"\n[ \t]*\n"  # blank line
+    r"|^[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$"  # a Markdown heading line: its end
+    r"|\n(?=[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```|~~~))",
+    re.M,
+)
+_WORD_BEFORE = re.compile(r"\S+$")
+_ACRONYM = re.compile(r"(?:[A-Za-z]\.){2,}")
+_OPENERS = "\"'“‘«([{"
+#: lower-case, without the final dot; `.`-joined forms (e.g, i.e) are matched as written
+ABBREVIATIONS = frozenset("""
+mr mrs ms mx dr prof sr jr st mt ft rev hon gen col lt sgt capt cmdr adm gov pres sen rep
+messrs mme mlle vs cf al approx ca dept univ assn bros inc ltd corp
+jan feb apr jun jul aug sep sept oct nov dec
+e.g i.e etc viz resp incl excl
+""".split())
+#: abbreviations that are also words: not an end only when a number or bracket follows
+NUMBER_ABBREVIATIONS = frozenset("fig figs eq eqs no nos vol vols ch chap sec sect art ref refs "
+                                 "p pp para app tab ex nr".split())
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Whitespace-trimmed `(start, end)` spans of the sentences of `text[start:end]`, in order;
+    together they cover every non-whitespace character of the range."""
+    end = len(text) if end is None else end
+    bounds = [start, *sentence_cuts(text, start, end), end]
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            out.append((a, b))
+    return out
+
+
+def sentence_cuts(text: str, start: int, end: int) -> list[int]:
+    """Offsets strictly inside `(start, end)` where a new sentence may start (each is just
+    after a sentence's terminator or hard break; leading whitespace is not skipped)."""
+    cuts = {m.end() for m in _HARD.finditer(text, start, end)}
+    for m in _END.finditer(text, start, end):
+        if _ends_sentence(text, m.start(), m.end(), end):
+            cuts.add(m.end())
+    return sorted(c for c in cuts if start < c < end)
+
+
+def _ends_sentence(text: str, t0: int, t1: int, end: int) -> bool:
+    """Whether the terminator `text[t0:t1]` ends a sentence."""
+    nxt = t1
+    while nxt < end and text[nxt].isspace():
+        nxt += 1
+    if nxt >= end:
+        return True
+    following = text[nxt]
+    if following in _OPENERS and nxt + 1 < end:
+        following = text[nxt + 1]
+    if following.islower():
+        return False
+    if text[t0] != "." or (t1 - t0 > 1 and text[t0 + 1] == "."):
+        return True  # `!`, `?`, `…`, `...`: only the lower-case rule applies
+    m = _WORD_BEFORE.search(text, max(0, t0 - 40), t0)
+    word = m.group().lstrip(_OPENERS) if m else ""
+    if not word:
+        return True
+    if word.lower() in ABBREVIATIONS or _ACRONYM.fullmatch(word + "."):
+        return False
+    if word.lower() in NUMBER_ABBREVIATIONS and (text[nxt].isdigit() or text[nxt] in "(["):
+        return False
+    if len(word) == 1 and word.isupper():
+        return False  # an initial
+    if word.isdigit() and len(word) <= 3:
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if not text[line_start:m.start()].strip():
+            return False  # `1. First item`
+    return True
