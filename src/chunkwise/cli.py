@@ -29,7 +29,32 @@ def _chunk_options(p: argparse.ArgumentParser) -> None:
                    help="minilm (default), cl100k_base, o200k_base, chars, or a tokenizer.json path")
     g.add_argument("--overlap", type=int, default=0, metavar="N",
                    help="tokens repeated from the previous chunk (default 0)")
-    g.add_argument("--strategy", default="structure", help="chunking strategy (default structure)")
+    from .strategies import STRATEGIES
+    from .strategies.cli_options import StrategyOption
+
+    # The strategy flags reach the Chunker folded into `strategy` (see StrategyOption).
+    g.add_argument("--strategy", default="structure", choices=STRATEGIES, action=StrategyOption,
+                   help="structure (default: sections first), fixed, sentence, recursive, "
+                        "semantic or llm; all but structure and semantic ignore structure")
+    g.add_argument("--semantic-threshold", choices=("percentile", "stddev", "iqr", "gradient"),
+                   action=StrategyOption, help="semantic: how breakpoints are found "
+                                               "(default percentile)")
+    g.add_argument("--semantic-amount", type=float, metavar="X", action=StrategyOption,
+                   help="semantic: the threshold's parameter (defaults: percentile 95, "
+                        "stddev 3, iqr 1.5, gradient 95)")
+    g.add_argument("--semantic-window", type=int, metavar="N", action=StrategyOption,
+                   help="semantic: sentences per window on each side of a boundary (default 3)")
+    g.add_argument("--llm", metavar="MODULE:ATTR", action=StrategyOption,
+                   help="a LlamaIndex LLM (instance, class or factory) for --strategy llm "
+                        "and --contextualize")
+    g.add_argument("--llm-timeout", type=float, metavar="SECONDS", action=StrategyOption,
+                   help="give up an LLM call after this long (default 60)")
+    g.add_argument("--contextualize", nargs=0, const=True, action=StrategyOption,
+                   help="add an LLM-written sentence situating each chunk to its context")
+    g.add_argument("--context-cache", metavar="DIR", action=StrategyOption,
+                   help="--contextualize: cache those sentences in DIR/contexts.sqlite")
+    g.add_argument("--context-tokens", type=int, metavar="N", action=StrategyOption,
+                   help="--contextualize: budget reserved for the sentence (default 64)")
     g.add_argument("--format", default=None, help="force the input format instead of detecting it")
 
 
@@ -76,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
         cli_store = None
     if cli_store is not None:
         cli_store.register(sub)
+        from . import cli_eval  # evaluation runs on a store
+
+        cli_eval.register(sub)
     return ap
 
 

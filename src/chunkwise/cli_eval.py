@@ -1,0 +1,175 @@
+"""The `eval` command: how well a collection answers a set of questions, or which chunking
+strategy answers them best.
+
+Registered on the main parser by `chunkwise.cli` through `register(subparsers)`. Exit status:
+0 when the evaluation ran; 2 when the questions file is invalid (every bad line is printed as
+`file:line: reason` on stderr) or an option is; 1 when the store fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import ConfigError
+
+EXAMPLES = (
+    "chunkwise eval questions.jsonl --db chunkwise-db --root docs/ --k 1,3,5,10",
+    "chunkwise eval questions.jsonl --compare structure,recursive,sentence,fixed,semantic "
+    "--corpus docs/",
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add `eval` to the main parser's subcommands."""
+    from .cli_store import _store_options
+
+    p = subparsers.add_parser(
+        "eval", help="score retrieval against questions with known answers",
+        description="Ask every question of QUESTIONS (JSON Lines: question, source, and\n"
+                    "optionally start/end or an excerpt of the source's canonical text) and\n"
+                    "report hit rate@k, MRR, NDCG@k and, for questions with a span, recall,\n"
+                    "precision and IoU of the retrieved chunks counted in non-whitespace\n"
+                    "characters. With --compare, the corpus is chunked and embedded once per\n"
+                    "strategy and the strategies are ranked by MRR. Exit status 2 for an\n"
+                    "invalid questions file (every bad line is listed). Definitions: the\n"
+                    "chunkwise.eval module docstring.",
+        epilog="Examples:\n  " + "\n  ".join(EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("questions", metavar="QUESTIONS", help="questions file (.jsonl)")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="directory the questions' sources are relative to (default: the "
+                        "--corpus directory when comparing, else the questions file's directory)")
+    p.add_argument("--k", default="1,3,5,10", metavar="LIST",
+                   help="cut-offs, comma-separated (default 1,3,5,10)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--details", action="store_true",
+                   help="also list every question with the rank of its answer")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="embedder (default: the collection's own; minilm when comparing)")
+    _store_options(p)
+    g = p.add_argument_group("comparing strategies")
+    g.add_argument("--compare", default=None, metavar="LIST",
+                   help="strategies to compare, comma-separated (collections eval-<strategy> "
+                        "in --db, else in a temporary database)")
+    g.add_argument("--corpus", nargs="+", default=None, metavar="PATH",
+                   help="files and folders to ingest for --compare")
+    g.add_argument("--max-tokens", type=int, default=256, metavar="N",
+                   help="token budget per chunk (default 256)")
+    g.add_argument("--tokenizer", default="minilm", metavar="NAME",
+                   help="tokenizer of the budget (default minilm)")
+    g.add_argument("--overlap", type=int, default=0, metavar="N",
+                   help="tokens repeated from the previous chunk (default 0)")
+    p.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .eval import QuestionsError, compare, evaluate, load_questions, parse_ks
+
+    ks = parse_ks(args.k)
+    if args.compare is None and args.corpus:
+        raise ConfigError("--corpus is only used with --compare")
+    if args.compare is not None:
+        if not args.corpus:
+            raise ConfigError("--compare needs --corpus PATH… to ingest")
+        if args.host is not None or args.port is not None:
+            raise ConfigError("--compare writes to --db or a temporary database, not a server")
+    root = args.root
+    if root is None and args.compare is not None and len(args.corpus) == 1 \
+            and Path(args.corpus[0]).is_dir():
+        root = args.corpus[0]
+    try:
+        qset = load_questions(args.questions, root=root)
+        if args.compare is None:
+            from .cli_store import _location
+
+            reports = [evaluate(qset, ks=ks, embedder=args.embedder, **_location(args))]
+        else:
+            reports = compare(qset, args.corpus, args.compare.split(","), ks=ks,
+                              db_path=args.db, max_tokens=args.max_tokens,
+                              tokenizer=args.tokenizer, overlap=args.overlap,
+                              embedder=args.embedder, on_ingest=_ingested)
+    except QuestionsError as e:
+        for line in e.problems:
+            print(line, file=sys.stderr)
+        print(f"chunkwise: {len(e.problems)} invalid question line(s) in {args.questions}",
+              file=sys.stderr)
+        return 2
+    if args.json:
+        if args.compare is None:
+            out: Any = reports[0].to_dict(details=True)
+        else:
+            out = {"strategies": [r.to_dict(details=args.details) for r in reports]}
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    if args.compare is None:
+        print(format_report(reports[0]))
+    else:
+        print(format_comparison(reports))
+    if args.details:
+        for r in reports:
+            print(format_details(r))
+    return 0
+
+
+def _ingested(strategy: str, report: Any) -> None:
+    for source, reason in report.failed:
+        print(f"{source}: {reason}", file=sys.stderr)
+    print(f"eval: {strategy}: {report.files} files, {report.chunks} chunks "
+          f"({report.written} embedded) in {report.seconds.get('total', 0):.1f}s",
+          file=sys.stderr)
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def format_report(r: Any) -> str:
+    """One collection: a row per k, then MRR."""
+    m = r.metrics
+    lines = [f"{r.questions} questions ({r.with_spans} with a reference span); collection "
+             f"{r.collection!r}: {r.chunks} chunks, mean {r.mean_tokens:.1f} tokens",
+             f"{'k':>4}  {'hit':>6}  {'src_hit':>7}  {'ndcg':>6}  {'recall':>6}  "
+             f"{'precision':>9}  {'iou':>6}"]
+    for k in r.ks:
+        lines.append(f"{k:>4}  {_f(m[f'hit@{k}']):>6}  {_f(m[f'source_hit@{k}']):>7}  "
+                     f"{_f(m[f'ndcg@{k}']):>6}  {_f(m.get(f'recall@{k}')):>6}  "
+                     f"{_f(m.get(f'precision@{k}')):>9}  {_f(m.get(f'iou@{k}')):>6}")
+    lines.append(f"MRR@{max(r.ks)}: {_f(m['mrr'])}")
+    return "\n".join(lines)
+
+
+def format_comparison(reports: Sequence[Any]) -> str:
+    """Strategies, best first: hit@k for every k, MRR, then NDCG/recall/precision/IoU at
+    k = 5 (or the largest k below it, else the smallest), chunk count and mean tokens."""
+    ks = reports[0].ks
+    at = max((k for k in ks if k <= 5), default=min(ks))
+    cols = [f"hit@{k}" for k in ks] + ["mrr", f"ndcg@{at}", f"recall@{at}",
+                                        f"precision@{at}", f"iou@{at}"]
+    width = max(8, *(len(r.strategy or r.collection) for r in reports))
+    head = f"{'strategy':<{width}}  " + "  ".join(f"{c:>{max(6, len(c))}}" for c in cols)
+    head += f"  {'chunks':>7}  {'tokens':>6}"
+    lines = [head]
+    for r in reports:
+        row = f"{(r.strategy or r.collection):<{width}}  "
+        row += "  ".join(f"{_f(r.metrics.get(c)):>{max(6, len(c))}}" for c in cols)
+        row += f"  {r.chunks:>7}  {r.mean_tokens:>6.1f}"
+        lines.append(row)
+    lines.append(f"{reports[0].questions} questions ({reports[0].with_spans} with a reference "
+                 f"span); best first by MRR")
+    return "\n".join(lines)
+
+
+def format_details(r: Any) -> str:
+    """One line per question: rank of the first relevant chunk and of the first chunk of the
+    expected source ('-' when not in the top max(k))."""
+    label = r.strategy or r.collection
+    out = [f"-- {label}: rank  src_rank  line  question"]
+    for res in r.results:
+        rank = "-" if res.rank is None else str(res.rank)
+        src = "-" if res.source_rank is None else str(res.source_rank)
+        out.append(f"{rank:>4}  {src:>8}  {res.question.line:>4}  {res.question.question}")
+    return "\n".join(out)
