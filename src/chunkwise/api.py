@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 #: formats whose canonical text is the file itself, so line numbers mean something
 _LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_TOKENS = 16
+#: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
+#: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
+CHUNKER_VERSION = 2
 _DEFAULT_LLM_TIMEOUT = 60.0
 
 
@@ -86,7 +89,7 @@ class Chunker:
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(options)
         self.fingerprint = hashlib.blake2b(
-            f"chunkwise-1|{tokenizer}|{max_tokens}|{overlap}|{strategy}{extra}".encode(),
+            f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{strategy}{extra}".encode(),
             digest_size=8
         ).hexdigest()
 
