@@ -21,7 +21,7 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from chunkwise import ConfigError
-from chunkwise.api import Chunker, parse_bytes
+from chunkwise.api import CHUNKER_VERSION, Chunker, parse_bytes
 from chunkwise.sizing import token_starts
 from chunkwise.strategies import semantic as semantic_module
 from chunkwise.strategies.llm import parse_answer
@@ -176,7 +176,8 @@ def test_structure_fingerprint_is_unchanged():
     """`structure` keeps the ids it had before strategies existed."""
     for kw, spec in [({}, "minilm|256|0"), ({"max_tokens": 512, "tokenizer": "cl100k_base",
                                                "overlap": 10}, "cl100k_base|512|10")]:
-        want = hashlib.blake2b(f"chunkwise-1|{spec}|structure".encode(), digest_size=8)
+        want = hashlib.blake2b(f"chunkwise-{CHUNKER_VERSION}|{spec}|structure".encode(),
+                               digest_size=8)
         assert Chunker(**kw).fingerprint == want.hexdigest()
 
 
