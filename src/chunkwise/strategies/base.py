@@ -185,7 +185,11 @@ class SpanPacker:
                 tokens = index.count(ctx, spans[i][0], spans[j - 1][1])
                 if tokens <= budget:
                     break
-                j -= 1
+                # too big: drop at least one unit, and as many as the excess needs
+                excess, j = tokens - budget - (ests[j - 1] - over), j - 1
+                while j > i + 1 and excess > 0:
+                    j -= 1
+                    excess -= ests[j] - over
             if j == i:  # the unit alone does not fit: split it at the next level
                 plan.append(("split", spans[i][0], spans[i][1], level + 1))
                 i += 1

@@ -231,7 +231,11 @@ class _SemanticFitter(Fitter):
                 piece = self._piece(units, i, j, chain)
                 if piece is None or piece.tokens <= budget:
                     break
-                j -= 1
+                # too big: drop at least one unit, and as many as the excess needs
+                excess, j = piece.tokens - budget - (units[j - 1].est - over), j - 1
+                while j > i + 1 and excess > 0:
+                    j -= 1
+                    excess -= units[j].est - over
                 piece = None
             if j == i:  # the first unit alone does not fit: split it
                 plan.append(self._split_task(units[i], chain, glue))
