@@ -1,0 +1,53 @@
+"""The fitter on real documents: exact counts within the budget, and about one tokenizer pass."""
+
+from __future__ import annotations
+
+import pytest
+import tiktoken
+
+from chunkwise.api import parse_bytes
+from chunkwise.fitter import Fitter
+from chunkwise.sizing import get_sizer
+from chunkwise.tokenindex import _tiktoken_builder
+
+from conftest import FIXTURES
+
+FILES = ["fastapi__features.md", "mkdocs-material__reference__data-tables.md",
+         "alice-in-wonderland.txt"]
+
+
+@pytest.mark.parametrize("name,budget", [("cl100k_base", 512), ("o200k_base", 96),
+                                         ("minilm", 64), ("chars", 200)])
+@pytest.mark.parametrize("fixture", FILES)
+def test_pieces_count_exactly_within_the_budget(fixture, name, budget):
+    doc = parse_bytes((FIXTURES / fixture).read_bytes(), source=fixture)
+    sizer = get_sizer(name)
+    pieces = Fitter(sizer, budget).fit(doc)
+    assert pieces
+    for p in pieces:
+        text = doc.text[p.start:p.end]
+        embed = f"{p.context}\n\n{text}" if p.context else text
+        assert p.tokens == sizer.count(embed) <= budget
+    assert [p.start for p in pieces] == sorted(p.start for p in pieces)
+
+
+def test_fitting_encodes_the_document_about_once(monkeypatch):
+    """The index encodes the whole text once; exact counts re-encode only a chunk's ends."""
+    encoded = []
+    for method in ("encode_ordinary", "encode_to_numpy"):
+        real = getattr(tiktoken.Encoding, method)
+
+        def counting(self, text, *args, _real=real, **kwargs):
+            encoded.append(len(text))
+            return _real(self, text, *args, **kwargs)
+
+        monkeypatch.setattr(tiktoken.Encoding, method, counting)
+    _tiktoken_builder.cache_clear()  # rebuild with the counting methods
+    try:
+        doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
+        pieces = Fitter(get_sizer("cl100k_base"), 256).fit(doc)
+    finally:
+        monkeypatch.undo()
+        _tiktoken_builder.cache_clear()
+    assert len(pieces) > 100
+    assert sum(encoded) < 1.2 * len(doc.text)
