@@ -35,8 +35,9 @@ _BLOCK_KINDS = {
 }
 
 
-@lru_cache(maxsize=1)
-def _markdown():
+@lru_cache(maxsize=2)
+def _markdown(fast: bool = True):
+    """The block parser; `fast` swaps in the equivalent rules of `markdown_rules`."""
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"maxNesting": 20}).enable("table")
@@ -49,18 +50,24 @@ def _markdown():
     # `html_block` stays: an HTML block may span blank lines (a comment, <pre>) whose
     # inside must not be read as Markdown headings or lists.
     md.disable(["inline", "text_join", "reference", "normalize"])
+    if fast:
+        from .markdown_rules import install
+
+        install(md)
     return md
 
 
-def parse(data: bytes, *, source: str) -> ParsedDocument:
+def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
     from markdown_it.rules_block import StateBlock
 
+    from .markdown_rules import State
+
     text, warnings = decode(data, source)
-    md = _markdown()
+    md = _markdown(_fast)
     # What `md.parse` does, minus the core rules (none needed, see `_markdown`), keeping the
     # line starts markdown-it computes anyway (they index `Token.map`; the fake line past
     # the end starts at len(text)), and starting after the front matter.
-    state = StateBlock(text, md, {}, [])
+    state = State(text, md) if _fast else StateBlock(text, md, {}, [])
     starts = list(state.bMarks)
     title, body_line, sections = _front_matter(text, starts)
     try:

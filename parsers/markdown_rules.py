@@ -1,0 +1,380 @@
+"""Faster drop-in versions of markdown-it-py's block loop and three of its rules:
+`paragraph`, `lheading` and `table` (markdown-it-py is MIT-licensed; these follow its code
+line for line, and `tests/parsers/test_markdown_rules.py` checks they give the same sections).
+
+Most of markdown-it's block time goes into asking, for every line of every paragraph (twice:
+once in `lheading`, once in `paragraph`) and every table row, whether one of the seven
+"terminator" rules starts a block there. Each of those rules first looks at the first
+non-blank character of the line, and all of them (but `table`, which looks at the next line's)
+want one of a few ASCII characters. So a line whose first character is none of those can be
+skipped without calling any rule: the same answer, most of the cost gone. The `table` rule
+also stops building per-cell tokens (inline content and alignment), which chunkwise never
+reads: it keeps the table, section and row tokens with their line maps.
+
+`State` builds its line tables with a few string operations per line instead of a loop over
+the line's characters, and its tokens without the dataclass machinery of `Token`.
+
+The block loop (`tokenize`) uses the same first characters: at each block start it tries
+only the rules that can match there, in markdown-it's order, instead of all ten.
+
+`install(md)` swaps these in only when the rule chains are exactly the ones this prefilter was
+written for; otherwise markdown-it's own code runs.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+
+from itertools import accumulate
+
+from markdown_it.common.utils import isStrSpace, mdTrim
+from markdown_it.rules_block import StateBlock
+from markdown_it.token import Token
+from markdown_it.rules_block.table import (MAX_AUTOCOMPLETED_CELLS, escapedSplit,
+                                           headerLineRe)
+
+#: first characters that can start a fence (`~), blockquote (>), hr (*-_), list (*-+, digits),
+#: HTML block (<) or ATX heading (#): the rules of the `paragraph` and `blockquote` chains
+_BLOCK_START = frozenset("`~>*-_+#<0123456789")
+#: first characters of a table's delimiter row
+_DELIMITER = frozenset("|-:")
+_DELIMITER_REST = re.compile(r"[-:| \t]*")
+#: the terminator chains the prefilter is proven for (rule function names, in order)
+_CHAINS = {
+    "paragraph": ["table", "_fence_rule", "blockquote", "hr", "list_block", "html_block",
+                  "heading"],
+    "blockquote": ["_fence_rule", "blockquote", "hr", "list_block", "html_block", "heading"],
+}
+
+
+#: the block rules in the order markdown-it tries them, and the first characters that the
+#: ones decided by their line's first character need
+_BLOCK_RULES = ["table", "code", "_fence_rule", "blockquote", "hr", "list_block", "html_block",
+                "heading", "lheading", "paragraph"]
+_STARTS = {"_fence_rule": "`~", "blockquote": ">", "hr": "*-_", "list_block": "*-+0123456789",
+           "html_block": "<", "heading": "#"}
+
+
+def install(md) -> bool:
+    """Swap the faster rules and block loop into `md` if its chains are the known ones."""
+    ruler = md.block.ruler
+    if [r.__name__ for r in ruler.getRules("")] != _BLOCK_RULES:
+        return False
+    for chain, names in _CHAINS.items():
+        if [r.__name__ for r in ruler.getRules(chain)] != names:
+            return False
+    ruler.at("table", table, {"alt": ["paragraph", "reference"]})
+    ruler.at("lheading", lheading)
+    ruler.at("paragraph", paragraph)
+    rules = dict(zip(_BLOCK_RULES, ruler.getRules("")))
+    by_char = {c: tuple(rules[name] for name, chars in _STARTS.items() if c in chars)
+               for c in _BLOCK_START}
+    md.block.tokenize = types.MethodType(_make_tokenize(rules, by_char), md.block)
+    return True
+
+
+def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
+    table_rule, code_rule = rules["table"], rules["code"]
+    last = (text_block,)  # lheading, then paragraph, which matches any line
+
+    def tokenize(self, state, startLine: int, endLine: int) -> None:
+        """markdown-it's `ParserBlock.tokenize`, trying only the rules that can match."""
+        line = startLine
+        maxNesting = state.md.options.maxNesting
+        hasEmptyLines = False
+        while line < endLine:
+            state.line = line = state.skipEmptyLines(line)
+            if line >= endLine:
+                break
+            if state.sCount[line] < state.blkIndent:
+                break  # the end of a nested block (blockquote, list item)
+            if state.level >= maxNesting:
+                state.line = endLine
+                break
+            candidates = by_char.get(_first_char(state, line), ())
+            if state.is_code_block(line):
+                candidates = (code_rule, *candidates)
+            if line + 2 <= endLine and _first_char(state, line + 1) in _DELIMITER:
+                candidates = (table_rule, *candidates)
+            for rule in (*candidates, *last):
+                if rule(state, line, endLine, False):
+                    if state.line <= line:
+                        raise RuntimeError("block rule didn't increment state.line")
+                    break
+            state.tight = not hasEmptyLines
+            line = state.line
+            # paragraph might "eat" one newline after it in nested lists
+            if (line - 1) < endLine and state.isEmpty(line - 1):
+                hasEmptyLines = True
+            if line < endLine and state.isEmpty(line):
+                hasEmptyLines = True
+                line += 1
+                state.line = line
+
+    return tokenize
+
+
+def _first_char(state, line: int) -> str:
+    pos = state.bMarks[line] + state.tShift[line]
+    return state.src[pos] if pos < state.eMarks[line] else ""
+
+
+def _terminates(state, line: int, end_line: int, rules, *, table_next: bool) -> bool:
+    """Whether a rule of `rules` (a terminator chain) starts a block at `line`. With
+    `table_next`, the chain holds `table`, which starts a block when the *next* line is a
+    delimiter row."""
+    first = _first_char(state, line)
+    if first not in _BLOCK_START or not first:
+        if not table_next or line + 1 >= end_line or _first_char(state, line + 1) not in _DELIMITER:
+            return False
+    for rule in rules:
+        if rule(state, line, end_line, True):
+            return True
+    return False
+
+
+def paragraph(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's `paragraph`, with the terminator prefilter."""
+    oldParentType = state.parentType
+    state.parentType = "paragraph"
+    nextLine = _scan(state, startLine, state.lineMax, underline=False)[0]
+    _push_paragraph(state, startLine, nextLine)
+    state.parentType = oldParentType
+    return True
+
+
+def lheading(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's `lheading` (setext headings), with the terminator prefilter."""
+    if state.is_code_block(startLine):
+        return False
+    oldParentType = state.parentType
+    state.parentType = "paragraph"  # (and markdown-it leaves it so when there is no heading)
+    nextLine, marker = _scan(state, startLine, endLine, underline=True)
+    if not marker:
+        return False
+    _push_heading(state, startLine, nextLine, marker)
+    state.parentType = oldParentType
+    return True
+
+
+def text_block(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """`lheading`, then `paragraph` if there is no heading, in one scan of the lines. (Both
+    scan the same lines the same way when `endLine` is the last line; otherwise, and where
+    `lheading` would stop at once, they are called one after the other.)"""
+    if endLine != state.lineMax or state.is_code_block(startLine):
+        return (lheading(state, startLine, endLine, silent)
+                or paragraph(state, startLine, endLine, silent))
+    oldParentType = state.parentType
+    state.parentType = "paragraph"
+    nextLine, marker = _scan(state, startLine, endLine, underline=True)
+    if marker:
+        _push_heading(state, startLine, nextLine, marker)
+        state.parentType = oldParentType
+    else:  # markdown-it's lheading left parentType as "paragraph", and paragraph restores that
+        _push_paragraph(state, startLine, nextLine)
+    return True
+
+
+def _scan(state, startLine: int, endLine: int, *, underline: bool) -> tuple[int, str]:
+    """The lines of a paragraph from `startLine`: (the line after it, "") or, with
+    `underline`, (the setext underline's line, its marker) if one comes first."""
+    terminatorRules = state.md.block.ruler.getRules("paragraph")
+    src, sCount, blkIndent = state.src, state.sCount, state.blkIndent
+    nextLine = startLine + 1
+    while nextLine < endLine and not state.isEmpty(nextLine):
+        indent = sCount[nextLine]
+        # a lazy continuation (would be a code block)
+        if indent - blkIndent > 3:
+            nextLine += 1
+            continue
+        if underline and indent >= blkIndent:
+            pos = state.bMarks[nextLine] + state.tShift[nextLine]
+            maximum = state.eMarks[nextLine]
+            if pos < maximum and src[pos] in ("-", "="):
+                marker = src[pos]
+                if state.skipSpaces(state.skipCharsStr(pos, marker)) >= maximum:
+                    return nextLine, marker
+        if indent < 0:  # a blockquote quirk
+            nextLine += 1
+            continue
+        if _terminates(state, nextLine, endLine, terminatorRules, table_next=True):
+            break
+        nextLine += 1
+    return nextLine, ""
+
+
+def _push_paragraph(state, startLine: int, nextLine: int) -> None:
+    # The inline token's content (the paragraph's text) is left empty: chunkwise reads
+    # only the line map.
+    state.line = nextLine
+    token = state.push("paragraph_open", "p", 1)
+    token.map = [startLine, nextLine]
+    token = state.push("inline", "", 0)
+    token.map = [startLine, nextLine]
+    token.children = []
+    state.push("paragraph_close", "p", -1)
+
+
+def _push_heading(state, startLine: int, nextLine: int, marker: str) -> None:
+    level = 1 if marker == "=" else 2
+    content = mdTrim(state.getLines(startLine, nextLine, state.blkIndent, False))
+    state.line = nextLine + 1
+    token = state.push("heading_open", "h" + str(level), 1)
+    token.markup = marker
+    token.map = [startLine, state.line]
+    token = state.push("inline", "", 0)
+    token.content = content
+    token.map = [startLine, state.line - 1]
+    token.children = []
+    token = state.push("heading_close", "h" + str(level), -1)
+    token.markup = marker
+
+
+def _line(state, line: int) -> str:
+    return state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
+
+
+def _columns(line_text: str) -> list[str]:
+    columns = escapedSplit(line_text) if "\\" in line_text else line_text.split("|")
+    if columns and columns[0] == "":
+        columns.pop(0)
+    if columns and columns[-1] == "":
+        columns.pop()
+    return columns
+
+
+def table(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's GFM `table`: the same tables, rows and line maps, without cell tokens."""
+    if startLine + 2 > endLine:
+        return False
+    nextLine = startLine + 1
+    if state.sCount[nextLine] < state.blkIndent or state.is_code_block(nextLine):
+        return False
+    delimiter = _line(state, nextLine)
+    if len(delimiter) < 2 or delimiter[0] not in _DELIMITER:
+        return False
+    first_ch, second_ch = delimiter[0], delimiter[1]
+    if second_ch not in _DELIMITER and not isStrSpace(second_ch):
+        return False
+    if first_ch == "-" and isStrSpace(second_ch):  # a list item, not a delimiter row
+        return False
+    if not _DELIMITER_REST.fullmatch(delimiter, 2):
+        return False
+    columns = delimiter.split("|")
+    aligns = 0
+    for i, column in enumerate(columns):
+        t = mdTrim(column)
+        if not t:
+            # empty columns only before and after the table (` |---| `, not ` ---||--- `)
+            if i == 0 or i == len(columns) - 1:
+                continue
+            return False
+        if not headerLineRe.search(t):
+            return False
+        aligns += 1
+    lineText = mdTrim(_line(state, startLine))
+    if "|" not in lineText or state.is_code_block(startLine):
+        return False
+    columnCount = len(_columns(lineText))
+    if columnCount == 0 or columnCount != aligns:
+        return False
+    if silent:
+        return True
+
+    oldParentType = state.parentType
+    state.parentType = "table"
+    terminatorRules = state.md.block.ruler.getRules("blockquote")
+    token = state.push("table_open", "table", 1)
+    token.map = tableLines = [startLine, 0]
+    state.push("thead_open", "thead", 1).map = [startLine, startLine + 1]
+    state.push("tr_open", "tr", 1).map = [startLine, startLine + 1]
+    state.push("tr_close", "tr", -1)
+    state.push("thead_close", "thead", -1)
+    tbodyLines = None
+    autocompleted_cells = 0
+    nextLine = startLine + 2
+    while nextLine < endLine:
+        if state.sCount[nextLine] < state.blkIndent:
+            break
+        if _terminates(state, nextLine, endLine, terminatorRules, table_next=False):
+            break
+        lineText = mdTrim(_line(state, nextLine))
+        if not lineText or state.is_code_block(nextLine):
+            break
+        autocompleted_cells += columnCount - len(_columns(lineText))
+        if autocompleted_cells > MAX_AUTOCOMPLETED_CELLS:
+            break
+        if nextLine == startLine + 2:
+            token = state.push("tbody_open", "tbody", 1)
+            token.map = tbodyLines = [startLine + 2, 0]
+        state.push("tr_open", "tr", 1).map = [nextLine, nextLine + 1]
+        state.push("tr_close", "tr", -1)
+        nextLine += 1
+    if tbodyLines:
+        state.push("tbody_close", "tbody", -1)
+        tbodyLines[1] = nextLine
+    state.push("table_close", "table", -1)
+    tableLines[1] = nextLine
+    state.parentType = oldParentType
+    state.line = nextLine
+    return True
+
+
+class _Token(Token):
+    """A `Token` built without the dataclass `__init__` (defaults set directly)."""
+
+    __slots__ = ()
+
+    def __init__(self, type: str, tag: str, nesting: int) -> None:
+        self.type, self.tag, self.nesting = type, tag, nesting
+        self.attrs, self.map, self.level, self.children = {}, None, 0, None
+        self.content = self.markup = self.info = ""
+        self.meta, self.block, self.hidden = {}, True, False
+
+
+class State(StateBlock):
+    """markdown-it's `StateBlock` for `src`, with the same line tables, built faster."""
+
+    def __init__(self, src: str, md) -> None:
+        super().__init__("", md, {}, [])  # every other attribute as markdown-it sets it
+        self.src = src
+        lines = src.split("\n")
+        if lines[-1].strip(" \t") == "":  # no line after a final newline or final blanks
+            lines.pop()
+        ends = list(accumulate(len(line) + 1 for line in lines))
+        self.bMarks = [e - len(line) - 1 for e, line in zip(ends, lines)]
+        self.eMarks = [e - 1 for e in ends]
+        self.tShift = [len(line) - len(line.lstrip(" \t")) for line in lines]
+        if "\t" in src:
+            self.sCount = [_expanded(line, n) if "\t" in line[:n] else n
+                           for line, n in zip(lines, self.tShift)]
+        else:
+            self.sCount = list(self.tShift)
+        self.bsCount = [0] * len(lines)
+        # the fake entry past the last line that markdown-it adds
+        n = len(src)
+        self.bMarks.append(n)
+        self.eMarks.append(n)
+        self.tShift.append(0)
+        self.sCount.append(0)
+        self.bsCount.append(0)
+        self.lineMax = len(lines)
+
+    def push(self, ttype: str, tag: str, nesting) -> Token:
+        token = _Token(ttype, tag, nesting)
+        if nesting < 0:
+            self.level -= 1
+        token.level = self.level
+        if nesting > 0:
+            self.level += 1
+        self.tokens.append(token)
+        return token
+
+
+def _expanded(line: str, indent: int) -> int:
+    """Width of a line's indentation with tabs expanded to multiples of 4."""
+    offset = 0
+    for ch in line[:indent]:
+        offset += 4 - offset % 4 if ch == "\t" else 1
+    return offset
