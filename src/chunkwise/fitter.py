@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import Sizer
@@ -51,6 +51,16 @@ class Piece:
     owner: Node
     kinds: tuple[str, ...]
     meta: dict[str, Any]
+
+
+class _Candidate(NamedTuple):
+    """A chunk under consideration: what its exact count needs, nothing more."""
+
+    start: int
+    end: int
+    context: str
+    tokens: int
+    chain: tuple[Node, ...]
 
 
 class _Unit:
@@ -156,63 +166,85 @@ class Fitter:
         return self._split_chars(a, b, chain)
 
     def _pack(self, units: list[_Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
-        """Greedy merge of whole consecutive units; oversized units become split tasks."""
+        """Greedy merge of whole consecutive units; oversized units become split tasks.
+        Subclasses steer it through `_stops` (cuts that must be kept) and `_recut` (a
+        better cut than the last unit that fits)."""
         plan: list[tuple] = []
         over, budget = self.sizer.overhead, self.budget
+        stop = self._stops(units)
         i, n = 0, len(units)
         while i < n:
             tstart, _ = self._trim(units[i].start, units[i].end)
             _, ccost = self._context(chain, chain[-1], tstart)
             total, j = over + ccost, i
-            while j < n and total + units[j].est - over <= budget:
+            while j < n and (j == i or not stop[j]) and total + units[j].est - over <= budget:
                 total += units[j].est - over
                 j += 1
             if j == i and units[i].est - over + ccost <= budget * 1.25:
                 j = i + 1  # estimates run high: count before splitting a near miss
-            piece = None
+            cand = None
             while j > i:
-                piece = self._piece(units, i, j, chain)
-                if piece is None or piece.tokens <= budget:
+                cand = self._measure(units, i, j, chain)
+                if cand is None or cand.tokens <= budget:
                     break
                 # too big: drop at least one unit, and as many as the excess needs
-                excess, j = piece.tokens - budget - (units[j - 1].est - over), j - 1
+                excess, j = cand.tokens - budget - (units[j - 1].est - over), j - 1
                 while j > i + 1 and excess > 0:
                     j -= 1
                     excess -= units[j].est - over
-                piece = None
+                cand = None
             if j == i:  # the first unit alone does not fit: split it
                 plan.append(self._split_task(units[i], chain, glue))
                 i += 1
                 continue
             # estimates run high: take more whole units while the exact count allows
-            while piece is not None and j < n and piece.tokens + units[j].est - over <= budget:
-                bigger = self._piece(units, i, j + 1, chain)
+            while (cand is not None and j < n and not stop[j]
+                   and cand.tokens + units[j].est - over <= budget):
+                bigger = self._measure(units, i, j + 1, chain)
                 if bigger is None or bigger.tokens > budget:
                     break
-                piece, j = bigger, j + 1
-            if piece is not None:
-                plan.append(("emit", piece))
+                cand, j = bigger, j + 1
+            if cand is not None and j < n and not stop[j]:  # the budget forced this cut
+                cand, j = self._recut(units, i, j, chain, cand)
+            if cand is not None:
+                plan.append(("emit", self._piece(cand, units, i, j)))
             i = j
         return plan
+
+    def _stops(self, units: list[_Unit]) -> list[bool]:
+        """For each unit, whether a chunk must start there (hook; none here)."""
+        return [False] * len(units)
+
+    def _recut(self, units: list[_Unit], i: int, j: int, chain: tuple[Node, ...],
+               cand: _Candidate) -> tuple[_Candidate, int]:
+        """Units i..j-1 fit and unit j does not: the chunk to emit and where the next one
+        starts (hook; here that chunk)."""
+        return cand, j
 
     def _split_task(self, unit: _Unit, chain: tuple[Node, ...], glue: int) -> tuple:
         if unit.node is not None:
             return ("node", unit.node, (*chain, unit.node))
         return ("text", unit.start, unit.end, unit.level + 1, chain, glue)
 
-    def _piece(self, units: list[_Unit], i: int, j: int, chain: tuple[Node, ...]) -> Piece | None:
+    def _measure(self, units: list[_Unit], i: int, j: int,
+                 chain: tuple[Node, ...]) -> _Candidate | None:
+        """Units i..j-1 as one chunk: its trimmed span, context and exact count."""
         start, end = self._trim(units[i].start, units[j - 1].end)
         if start >= end:
             return None
         first = units[i].node
         if j - i == 1 and first is not None:
             chain = (*chain, first)
-        owner = chain[-1]
-        context, _ = self._context(chain, owner, start)
-        tokens = self._count(context, start, end)
+        context, _ = self._context(chain, chain[-1], start)
+        return _Candidate(start, end, context, self._count(context, start, end), chain)
+
+    def _piece(self, cand: _Candidate, units: list[_Unit], i: int, j: int) -> Piece:
+        """The planned chunk of a candidate that is emitted (kinds and meta only now: they
+        walk the units' subtrees)."""
         run = [u.node for u in units[i:j]] if units[i].node is not None and j - i > 1 else []
-        return Piece(start, end, context, tokens, owner, self._kinds(chain, run),
-                     self._meta(chain, run))
+        chain = cand.chain
+        return Piece(cand.start, cand.end, cand.context, cand.tokens, chain[-1],
+                     self._kinds(chain, run), self._meta(chain, run))
 
     def _split_chars(self, a: int, b: int, chain: tuple[Node, ...]) -> list[tuple]:
         """Last resort: the longest prefix that fits, by binary search on exact counts."""

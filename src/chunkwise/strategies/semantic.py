@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..fitter import Fitter, Piece, _Unit
+from ..fitter import Fitter, Piece, _Candidate, _Unit
 from ..model import ParsedDocument
 from ..sizing import Sizer
 from ..structure import Node, build_tree
@@ -170,8 +170,9 @@ def _prose_leaves(doc: ParsedDocument, root: Node) -> list[Node]:
 
 
 class _SemanticFitter(Fitter):
-    """The fitter with semantic cut choice (see the module docstring). It overrides the
-    fitter's packing step and, for prose leaves, its first split level (sentences)."""
+    """The fitter with semantic cut choice (see the module docstring). It steers the
+    fitter's packing (`_stops`: breakpoints kept; `_recut`: a forced cut moved back to the
+    largest distance peak) and, for prose leaves, its first split level (sentences)."""
 
     def __init__(self, sizer: Sizer, budget: int, prose: set[int], starts: list[int]) -> None:
         super().__init__(sizer, budget)
@@ -211,51 +212,18 @@ class _SemanticFitter(Fitter):
             prev = s
         return out
 
-    def _pack(self, units: list[_Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
-        plan: list[tuple] = []
-        over, budget = self.sizer.overhead, self.budget
-        gaps = self._gaps(units)
-        stop = _stops(units, gaps, max(1, int(budget * _MIN_SHARE)))
-        i, n = 0, len(units)
-        while i < n:
-            tstart, _ = self._trim(units[i].start, units[i].end)
-            _, ccost = self._context(chain, chain[-1], tstart)
-            total, j = over + ccost, i
-            while j < n and (j == i or not stop[j]) and total + units[j].est - over <= budget:
-                total += units[j].est - over
-                j += 1
-            if j == i and units[i].est - over + ccost <= budget * 1.25:
-                j = i + 1  # estimates run high: count before splitting a near miss
-            piece = None
-            while j > i:
-                piece = self._piece(units, i, j, chain)
-                if piece is None or piece.tokens <= budget:
-                    break
-                # too big: drop at least one unit, and as many as the excess needs
-                excess, j = piece.tokens - budget - (units[j - 1].est - over), j - 1
-                while j > i + 1 and excess > 0:
-                    j -= 1
-                    excess -= units[j].est - over
-                piece = None
-            if j == i:  # the first unit alone does not fit: split it
-                plan.append(self._split_task(units[i], chain, glue))
-                i += 1
-                continue
-            while (piece is not None and j < n and not stop[j]
-                   and piece.tokens + units[j].est - over <= budget):
-                bigger = self._piece(units, i, j + 1, chain)
-                if bigger is None or bigger.tokens > budget:
-                    break
-                piece, j = bigger, j + 1
-            if piece is not None and j < n and not stop[j]:  # the budget forced this cut
-                k = _peak(units, gaps, i, j)
-                alt = self._piece(units, i, k, chain) if k < j else None
-                if alt is not None and alt.tokens <= budget:
-                    piece, j = alt, k
-            if piece is not None:
-                plan.append(("emit", piece))
-            i = j
-        return plan
+    def _stops(self, units: list[_Unit]) -> list[bool]:
+        self._unit_gaps = self._gaps(units)
+        return _stops(units, self._unit_gaps, max(1, int(self.budget * _MIN_SHARE)))
+
+    def _recut(self, units: list[_Unit], i: int, j: int, chain: tuple[Node, ...],
+               cand: _Candidate) -> tuple[_Candidate, int]:
+        """The budget forced a cut: move it back to the largest distance peak, if any."""
+        k = _peak(units, self._unit_gaps, i, j)
+        alt = self._measure(units, i, k, chain) if k < j else None
+        if alt is not None and alt.tokens <= self.budget:
+            return alt, k
+        return cand, j
 
 
 def _stops(units: list[_Unit], gaps: list, least: int) -> list[bool]:
