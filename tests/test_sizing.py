@@ -43,3 +43,20 @@ def test_tokenizer_json_path_and_errors(tmp_path):
     bad.write_text("{}")
     with pytest.raises(ConfigError):
         get_sizer(str(bad))
+
+
+def test_tiktoken_loads_offline_without_importing_llama_index(tmp_path):
+    """The BPE files come from llama-index-core's folder, found without importing it (that
+    import costs over a second at every CLI start)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from chunkwise.sizing import get_sizer; "
+            "assert get_sizer('cl100k_base').count('hello world') == 2; "
+            "assert 'llama_index.core' not in sys.modules")
+    # no cache of the user's, an empty one, and one without the file: the shipped files
+    for cache in (None, "", str(tmp_path)):
+        env = {"PATH": ""} if cache is None else {"PATH": "", "TIKTOKEN_CACHE_DIR": cache}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert done.returncode == 0, done.stderr

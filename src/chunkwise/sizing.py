@@ -67,28 +67,39 @@ def _tiktoken_encoding(name: str):
     except ImportError as e:  # pragma: no cover - a core dependency
         raise MissingDependencyError("tiktoken") from e
     with _tiktoken_lock:
-        # llama-index-core ships the BPE files; point tiktoken at them so nothing downloads.
-        # The variable is set only for the duration of the load (tiktoken caches the encoding).
+        # llama-index-core ships the BPE files; point tiktoken at them so nothing downloads,
+        # whatever TIKTOKEN_CACHE_DIR the user has (it may lack the file, or be ""). The
+        # variable is changed only for the duration of the load (tiktoken keeps the encoding).
         old = os.environ.get("TIKTOKEN_CACHE_DIR")
         cache = _llama_index_tiktoken_cache()
-        if cache is not None and old is None:
+        if cache is not None:
             os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
         try:
             return tiktoken.get_encoding(name)
         except Exception as e:
             raise ConfigError(f"cannot load tiktoken encoding {name!r} offline: {e}") from e
         finally:
-            if cache is not None and old is None:
-                del os.environ["TIKTOKEN_CACHE_DIR"]
+            if cache is not None:
+                if old is None:
+                    del os.environ["TIKTOKEN_CACHE_DIR"]
+                else:
+                    os.environ["TIKTOKEN_CACHE_DIR"] = old
 
 
 def _llama_index_tiktoken_cache() -> Path | None:
+    """The folder of BPE files inside llama-index-core, found without importing it (that
+    import alone takes over a second)."""
+    import importlib.util
+
     try:
-        import llama_index.core as lic
-    except ImportError:
+        spec = importlib.util.find_spec("llama_index.core")
+    except (ImportError, ValueError):
         return None
-    cache = Path(lic.__file__).parent / "_static" / "tiktoken_cache"
-    return cache if cache.is_dir() else None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        cache = Path(folder) / "_static" / "tiktoken_cache"
+        if cache.is_dir():
+            return cache
+    return None
 
 
 def _tiktoken_sizer(name: str) -> Sizer:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -228,13 +229,11 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
     if getattr(enc, "_pat_str", None) not in _TIKTOKEN_PATTERNS:
         return None  # a regex the anchors were not checked against: count directly
     # chars[t] = how many characters token t starts (its bytes that are not UTF-8
-    # continuation bytes), so running sums give each token's end as a `str` index.
-    chars = np.zeros(enc.n_vocab, dtype=np.int64)
-    for t in range(enc.n_vocab):
-        try:
-            chars[t] = len(enc.decode_single_token_bytes(t).translate(None, _CONTINUATION_BYTES))
-        except KeyError:  # an unused id
-            pass
+    # continuation bytes), so running sums give each token's end as a `str` index. Filled
+    # in for the tokens documents use, when they first use them (-1 = not yet): the whole
+    # vocabulary would cost about a second at every start.
+    chars = np.full(enc.n_vocab, -1, dtype=np.int64)
+    lock = threading.Lock()
     encode = enc.encode_ordinary
 
     def inner(s: str) -> int:
@@ -244,7 +243,14 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
         # With no special token allowed or disallowed this is `encode_ordinary`, as an
         # array (no Python list of ints to build).
         ids = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-        return _TiktokenCounter(sizer, text, np.cumsum(chars[ids]), _TIKTOKEN_ANCHOR, inner)
+        per_token = chars[ids]
+        if (per_token < 0).any():
+            with lock:
+                for t in np.unique(ids[per_token < 0]).tolist():
+                    chars[t] = len(enc.decode_single_token_bytes(t).translate(
+                        None, _CONTINUATION_BYTES))
+            per_token = chars[ids]
+        return _TiktokenCounter(sizer, text, np.cumsum(per_token), _TIKTOKEN_ANCHOR, inner)
 
     return build
 
