@@ -26,8 +26,6 @@ from __future__ import annotations
 import re
 import types
 
-from itertools import accumulate
-
 from markdown_it.common.utils import isStrSpace, mdTrim
 from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
@@ -83,6 +81,8 @@ def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
         line = startLine
         maxNesting = state.md.options.maxNesting
         hasEmptyLines = False
+        src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks,
+                                               state.tShift, state.sCount)
         while line < endLine:
             state.line = line = state.skipEmptyLines(line)
             if line >= endLine:
@@ -92,11 +92,14 @@ def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
             if state.level >= maxNesting:
                 state.line = endLine
                 break
-            candidates = by_char.get(_first_char(state, line), ())
-            if state.is_code_block(line):
+            pos = bMarks[line] + tShift[line]
+            candidates = by_char.get(src[pos], ()) if pos < eMarks[line] else ()
+            if sCount[line] - state.blkIndent >= 4 and state.is_code_block(line):
                 candidates = (code_rule, *candidates)
-            if line + 2 <= endLine and _first_char(state, line + 1) in _DELIMITER:
-                candidates = (table_rule, *candidates)
+            if line + 2 <= endLine:
+                pos = bMarks[line + 1] + tShift[line + 1]
+                if pos < eMarks[line + 1] and src[pos] in _DELIMITER:
+                    candidates = (table_rule, *candidates)
             for rule in (*candidates, *last):
                 if rule(state, line, endLine, False):
                     if state.line <= line:
@@ -178,41 +181,42 @@ def text_block(state, startLine: int, endLine: int, silent: bool) -> bool:
 
 def _scan(state, startLine: int, endLine: int, *, underline: bool) -> tuple[int, str]:
     """The lines of a paragraph from `startLine`: (the line after it, "") or, with
-    `underline`, (the setext underline's line, its marker) if one comes first."""
+    `underline`, (the setext underline's line, its marker) if one comes first. (The loop of
+    markdown-it's `paragraph` and `lheading`, with `_terminates` inlined: it runs per line.)"""
     terminatorRules = state.md.block.ruler.getRules("paragraph")
-    src, sCount, blkIndent = state.src, state.sCount, state.blkIndent
+    src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks, state.tShift,
+                                           state.sCount)
+    blkIndent = state.blkIndent
     nextLine = startLine + 1
-    while nextLine < endLine and not state.isEmpty(nextLine):
+    while nextLine < endLine:
+        pos, maximum = bMarks[nextLine] + tShift[nextLine], eMarks[nextLine]
+        if pos >= maximum:  # an empty line
+            break
         indent = sCount[nextLine]
-        # a lazy continuation (would be a code block)
-        if indent - blkIndent > 3:
+        if indent - blkIndent > 3:  # a lazy continuation (would be a code block)
             nextLine += 1
             continue
-        if underline and indent >= blkIndent:
-            pos = state.bMarks[nextLine] + state.tShift[nextLine]
-            maximum = state.eMarks[nextLine]
-            if pos < maximum and src[pos] in ("-", "="):
-                marker = src[pos]
-                if state.skipSpaces(state.skipCharsStr(pos, marker)) >= maximum:
-                    return nextLine, marker
+        first = src[pos]
+        if underline and indent >= blkIndent and first in ("-", "="):
+            if state.skipSpaces(state.skipCharsStr(pos, first)) >= maximum:
+                return nextLine, first
         if indent < 0:  # a blockquote quirk
             nextLine += 1
             continue
-        if _terminates(state, nextLine, endLine, terminatorRules, table_next=True):
-            break
+        if first in _BLOCK_START or (nextLine + 1 < endLine
+                                     and _first_char(state, nextLine + 1) in _DELIMITER):
+            for rule in terminatorRules:
+                if rule(state, nextLine, endLine, True):
+                    return nextLine, ""
         nextLine += 1
     return nextLine, ""
 
 
 def _push_paragraph(state, startLine: int, nextLine: int) -> None:
-    # The inline token's content (the paragraph's text) is left empty: chunkwise reads
-    # only the line map.
+    # No inline token (the paragraph's text) between the two: chunkwise reads only the
+    # paragraph's line map.
     state.line = nextLine
-    token = state.push("paragraph_open", "p", 1)
-    token.map = [startLine, nextLine]
-    token = state.push("inline", "", 0)
-    token.map = [startLine, nextLine]
-    token.children = []
+    state.push("paragraph_open", "p", 1).map = [startLine, nextLine]
     state.push("paragraph_close", "p", -1)
 
 
@@ -339,19 +343,9 @@ class State(StateBlock):
     def __init__(self, src: str, md) -> None:
         super().__init__("", md, {}, [])  # every other attribute as markdown-it sets it
         self.src = src
-        lines = src.split("\n")
-        if lines[-1].strip(" \t") == "":  # no line after a final newline or final blanks
-            lines.pop()
-        ends = list(accumulate(len(line) + 1 for line in lines))
-        self.bMarks = [e - len(line) - 1 for e, line in zip(ends, lines)]
-        self.eMarks = [e - 1 for e in ends]
-        self.tShift = [len(line) - len(line.lstrip(" \t")) for line in lines]
-        if "\t" in src:
-            self.sCount = [_expanded(line, n) if "\t" in line[:n] else n
-                           for line, n in zip(lines, self.tShift)]
-        else:
-            self.sCount = list(self.tShift)
-        self.bsCount = [0] * len(lines)
+        self.bMarks, self.eMarks, self.tShift, self.sCount = _line_tables(src)
+        self.lineMax = len(self.bMarks)
+        self.bsCount = [0] * self.lineMax
         # the fake entry past the last line that markdown-it adds
         n = len(src)
         self.bMarks.append(n)
@@ -359,7 +353,6 @@ class State(StateBlock):
         self.tShift.append(0)
         self.sCount.append(0)
         self.bsCount.append(0)
-        self.lineMax = len(lines)
 
     def push(self, ttype: str, tag: str, nesting) -> Token:
         token = _Token(ttype, tag, nesting)
@@ -370,6 +363,35 @@ class State(StateBlock):
             self.level += 1
         self.tokens.append(token)
         return token
+
+
+def _line_tables(src: str) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Per line: start, end (its newline), first character after its leading spaces and
+    tabs (relative), and that indentation's width with tabs expanded; markdown-it's
+    `StateBlock` tables, computed over the text at once. A last line of only spaces and
+    tabs (or empty) is not a line, as in markdown-it."""
+    import numpy as np
+
+    n = len(src)
+    codes = np.frombuffer(src.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    newlines = np.flatnonzero(codes == 10)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines, [n]))
+    # the first character of each line that is not a space or a tab (a newline counts)
+    solid = np.append(np.flatnonzero((codes != 32) & (codes != 9)), n)
+    first = np.minimum(solid[np.searchsorted(solid, starts)], ends)
+    if first[-1] >= n:  # the last line is empty or blank
+        starts, ends, first = starts[:-1], ends[:-1], first[:-1]
+    shift = (first - starts).tolist()
+    count = list(shift)
+    tabs = np.flatnonzero(codes == 9)
+    if len(tabs) and len(first):  # lines with a tab in their indentation: expand it
+        line = np.searchsorted(starts, tabs, "right") - 1
+        inside = line < len(first)  # not in a dropped blank last line
+        line, tabs = line[inside], tabs[inside]
+        for i in np.unique(line[tabs < first[line]]).tolist():
+            count[i] = _expanded(src[starts[i]:first[i]], shift[i])
+    return starts.tolist(), ends.tolist(), shift, count
 
 
 def _expanded(line: str, indent: int) -> int:

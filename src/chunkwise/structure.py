@@ -44,13 +44,13 @@ def build_tree(doc: ParsedDocument) -> Node:
     root_path = (doc.title,) if doc.title else ()
     root = Node(0, n, 1 << 30, "document", root_path)
     # Parents before children: by start, then longest, then highest level (then input order).
-    order = []
-    for i, s in enumerate(doc.sections):
-        start, end = _clip(s, n)
-        if start < end:
-            order.append((start, -end, -s.level, i))
-    order.sort()
     sections = doc.sections
+    order = [(s.start, -s.end, -s.level, i) for i, s in enumerate(sections)
+             if 0 <= s.start < s.end <= n]
+    if len(order) < len(sections):  # spans outside the text: clipped (a parser bug)
+        order = [(start, -end, -s.level, i) for i, s in enumerate(sections)
+                 for start, end in [_clip(s, n)] if start < end]
+    order.sort()
     stack = [root]
     for start, neg_end, _, i in order:
         s, end = sections[i], -neg_end

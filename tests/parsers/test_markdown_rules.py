@@ -25,7 +25,8 @@ LINES = [
     "<!-- comment -->", "<p>inline</p>", "<pre>", "</pre>", "| a | b |", "|---|---|",
     "a | b", "--|--", ":-:|-:", "| x \\| y | z |", "| only |", "|:--|", "", "", "   ",
     "text ending #", "  - nested item", "    - deeper item", "   1. indented ordered",
-    "  > quoted in list", "[ref]: http://example.com", "Title\twith tab",
+    "  > quoted in list", "[ref]: http://example.com", "Title\twith tab", "\t", " \t ",
+    "\t\t- tabbed item",
 ]
 
 
