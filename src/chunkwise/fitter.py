@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .model import ParsedDocument
-from .sizing import Sizer
+from .sizing import Sizer, limit_tokens
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
 
@@ -51,6 +51,17 @@ class Piece:
     owner: Node
     kinds: tuple[str, ...]
     meta: dict[str, Any]
+
+
+def trim(text: str, a: int, b: int) -> tuple[int, int]:
+    """`(a, b)` without leading and trailing whitespace; `(b, b)` when nothing is left."""
+    m = _NONSPACE.search(text, a, b)
+    if m is None:
+        return b, b
+    a = m.start()
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
 
 
 class _Candidate(NamedTuple):
@@ -268,14 +279,7 @@ class Fitter:
 
     # -- helpers ------------------------------------------------------------------------
     def _trim(self, a: int, b: int) -> tuple[int, int]:
-        text = self.text
-        m = _NONSPACE.search(text, a, b)
-        if m is None:
-            return b, b
-        a = m.start()
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        return a, b
+        return trim(self.text, a, b)
 
     def _node_start(self, node: Node) -> int:
         key = id(node)
@@ -301,19 +305,7 @@ class Fitter:
 
     def _limit_context(self, ctx: str) -> str:
         """Context may use at most `context_limit` tokens: cut it at a line, else a char."""
-        count, limit = self.sizer.count, self.context_limit
-        if not ctx or count(ctx) <= limit:
-            return ctx
-        lo, hi = 0, len(ctx)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if count(ctx[:mid].rstrip()) <= limit:
-                lo = mid
-            else:
-                hi = mid - 1
-        cut = ctx[:lo]
-        nl = cut.rfind("\n")
-        return (cut[:nl] if nl > 0 else cut).rstrip()
+        return limit_tokens(ctx, self.sizer.count, self.context_limit, at_line=True)
 
     def _count(self, context: str, a: int, b: int) -> int:
         return self.counter.embed(context, a, b)

@@ -140,6 +140,30 @@ def _hf_sizer(name: str, path: Path) -> Sizer:
     return Sizer(name, count, count_many, count(""))
 
 
+def limit_tokens(text: str, count: Callable[[str], int], limit: int, *,
+                 at_line: bool = False) -> str:
+    """`text` if it has at most `limit` tokens, else its longest prefix that does (binary
+    search on exact counts), cut back to the last line break (`at_line`) or, when the cut
+    falls inside a word, to the last space or line break; trailing whitespace dropped."""
+    if not text or count(text) <= limit:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid].rstrip()) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    cut = text[:lo]
+    if at_line:
+        nl = cut.rfind("\n")
+        return (cut[:nl] if nl > 0 else cut).rstrip()
+    if lo < len(text) and not text[lo].isspace():
+        space = max(cut.rfind(" "), cut.rfind("\n"))
+        cut = cut[:space] if space > 0 else cut
+    return cut.rstrip()
+
+
 # -- token boundaries -----------------------------------------------------------------------
 @lru_cache(maxsize=8)
 def token_starts(spec: str) -> Callable[[str], list[int]]:

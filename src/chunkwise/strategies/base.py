@@ -15,9 +15,9 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Callable, Sequence
 
-from ..fitter import Fitter, Piece
+from ..fitter import Fitter, Piece, trim
 from ..model import ParsedDocument
-from ..sizing import Sizer
+from ..sizing import Sizer, limit_tokens
 from ..structure import Node, build_tree
 from .sentences import sentence_cuts
 
@@ -30,21 +30,9 @@ NON_PROSE = frozenset({
     "function", "class", "method", "statement", "imports", "comment", "module_docstring",
 })
 NON_PROSE_FORMATS = frozenset({"python", "csv"})
-_NONSPACE = re.compile(r"\S")
 _STRUCTURAL = frozenset({"document", "section"})
 #: a character-level piece is never longer than this many characters per budget token
 _MAX_CHARS_PER_TOKEN = 32
-
-
-def trim(text: str, a: int, b: int) -> tuple[int, int]:
-    """`(a, b)` without leading and trailing whitespace; `(b, b)` when nothing is left."""
-    m = _NONSPACE.search(text, a, b)
-    if m is None:
-        return b, b
-    a = m.start()
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
 
 
 def regex_splitter(pattern: str) -> Splitter:
@@ -114,25 +102,6 @@ class SectionIndex:
                     kinds[node.kind] = None
         meta = Fitter._meta(chains[0], [chain[-1] for chain in chains[1:]])
         return Piece(a, b, context, tokens, chains[0][-1], tuple(kinds), meta)
-
-
-def limit_tokens(text: str, count: Callable[[str], int], limit: int) -> str:
-    """`text` if it has at most `limit` tokens, else its longest prefix that does, cut at a
-    word when there is one (binary search on exact counts)."""
-    if not text or count(text) <= limit:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(text[:mid].rstrip()) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    cut = text[:lo]
-    if lo < len(text) and not text[lo].isspace():
-        space = max(cut.rfind(" "), cut.rfind("\n"))
-        cut = cut[:space] if space > 0 else cut
-    return cut.rstrip()
 
 
 class SpanPacker:
