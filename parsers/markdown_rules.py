@@ -5,17 +5,16 @@ line for line, and `tests/parsers/test_markdown_rules.py` checks they give the s
 Most of markdown-it's block time goes into asking, for every line of every paragraph (twice:
 once in `lheading`, once in `paragraph`) and every table row, whether one of the seven
 "terminator" rules starts a block there. Each of those rules first looks at the first
-non-blank character of the line, and all of them (but `table`, which looks at the next line's)
-want one of a few ASCII characters. So a line whose first character is none of those can be
-skipped without calling any rule: the same answer, most of the cost gone. The `table` rule
-also stops building per-cell tokens (inline content and alignment), which chunkwise never
-reads: it keeps the table, section and row tokens with their line maps.
+non-blank character of the line (`table`: of the next line) and wants one of a few ASCII
+characters. So for each line only the rules that want its first character are asked (none,
+for most lines): the same answer, most of the cost gone. The block loop (`tokenize`) does the
+same at each block start, in markdown-it's order. `lheading` and `paragraph` scan a
+paragraph's lines once between them. `table` builds no per-cell tokens (inline content,
+alignment) and paragraphs no inline token: chunkwise reads only the block tokens' line maps
+(and the heading text).
 
-`State` builds its line tables with a few string operations per line instead of a loop over
-the line's characters, and its tokens without the dataclass machinery of `Token`.
-
-The block loop (`tokenize`) uses the same first characters: at each block start it tries
-only the rules that can match there, in markdown-it's order, instead of all ten.
+`State` builds markdown-it's line tables with vectorised searches over the text instead of a
+loop per line, and its tokens without the dataclass machinery of `Token`.
 
 `install(md)` swaps these in only when the rule chains are exactly the ones this prefilter was
 written for; otherwise markdown-it's own code runs.
@@ -54,6 +53,12 @@ _STARTS = {"_fence_rule": "`~", "blockquote": ">", "hr": "*-_", "list_block": "*
            "html_block": "<", "heading": "#"}
 
 
+#: first character -> the rules of `_STARTS` that can start a block there (markdown-it's
+#: functions, in its order): the rules a block start tries, and the terminators a paragraph
+#: line or table row asks (with `table` first for a paragraph line before a delimiter row)
+_BY_CHAR: dict[str, tuple] = {}
+
+
 def install(md) -> bool:
     """Swap the faster rules and block loop into `md` if its chains are the known ones."""
     ruler = md.block.ruler
@@ -68,6 +73,7 @@ def install(md) -> bool:
     rules = dict(zip(_BLOCK_RULES, ruler.getRules("")))
     by_char = {c: tuple(rules[name] for name, chars in _STARTS.items() if c in chars)
                for c in _BLOCK_START}
+    _BY_CHAR.update(by_char)
     md.block.tokenize = types.MethodType(_make_tokenize(rules, by_char), md.block)
     return True
 
@@ -123,15 +129,10 @@ def _first_char(state, line: int) -> str:
     return state.src[pos] if pos < state.eMarks[line] else ""
 
 
-def _terminates(state, line: int, end_line: int, rules, *, table_next: bool) -> bool:
-    """Whether a rule of `rules` (a terminator chain) starts a block at `line`. With
-    `table_next`, the chain holds `table`, which starts a block when the *next* line is a
-    delimiter row."""
-    first = _first_char(state, line)
-    if first not in _BLOCK_START or not first:
-        if not table_next or line + 1 >= end_line or _first_char(state, line + 1) not in _DELIMITER:
-            return False
-    for rule in rules:
+def _terminates(state, line: int, end_line: int) -> bool:
+    """Whether a rule of the `blockquote` terminator chain (a table row's) starts a block at
+    `line`: only those of `_BY_CHAR` for its first character can."""
+    for rule in _BY_CHAR.get(_first_char(state, line), ()):
         if rule(state, line, end_line, True):
             return True
     return False
@@ -183,7 +184,6 @@ def _scan(state, startLine: int, endLine: int, *, underline: bool) -> tuple[int,
     """The lines of a paragraph from `startLine`: (the line after it, "") or, with
     `underline`, (the setext underline's line, its marker) if one comes first. (The loop of
     markdown-it's `paragraph` and `lheading`, with `_terminates` inlined: it runs per line.)"""
-    terminatorRules = state.md.block.ruler.getRules("paragraph")
     src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks, state.tShift,
                                            state.sCount)
     blkIndent = state.blkIndent
@@ -203,11 +203,12 @@ def _scan(state, startLine: int, endLine: int, *, underline: bool) -> tuple[int,
         if indent < 0:  # a blockquote quirk
             nextLine += 1
             continue
-        if first in _BLOCK_START or (nextLine + 1 < endLine
-                                     and _first_char(state, nextLine + 1) in _DELIMITER):
-            for rule in terminatorRules:
-                if rule(state, nextLine, endLine, True):
-                    return nextLine, ""
+        rules = _BY_CHAR.get(first, ())
+        if nextLine + 1 < endLine and _first_char(state, nextLine + 1) in _DELIMITER:
+            rules = (table, *rules)
+        for rule in rules:
+            if rule(state, nextLine, endLine, True):
+                return nextLine, ""
         nextLine += 1
     return nextLine, ""
 
@@ -288,7 +289,6 @@ def table(state, startLine: int, endLine: int, silent: bool) -> bool:
 
     oldParentType = state.parentType
     state.parentType = "table"
-    terminatorRules = state.md.block.ruler.getRules("blockquote")
     token = state.push("table_open", "table", 1)
     token.map = tableLines = [startLine, 0]
     state.push("thead_open", "thead", 1).map = [startLine, startLine + 1]
@@ -301,7 +301,7 @@ def table(state, startLine: int, endLine: int, silent: bool) -> bool:
     while nextLine < endLine:
         if state.sCount[nextLine] < state.blkIndent:
             break
-        if _terminates(state, nextLine, endLine, terminatorRules, table_next=False):
+        if _terminates(state, nextLine, endLine):
             break
         lineText = mdTrim(_line(state, nextLine))
         if not lineText or state.is_code_block(nextLine):

@@ -20,7 +20,7 @@ from .fitter import Fitter, Piece
 from .model import Chunk, ParsedDocument
 from .sizing import get_sizer
 from .strategies import STRATEGIES
-from .textio import LineIndex
+from .textio import LineCounter
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class Chunker:
                 pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self.max_tokens)
-        lines = LineIndex(doc.text) if doc.format in _LINE_FORMATS else None
+        lines = LineCounter(doc.text) if doc.format in _LINE_FORMATS else None
         doc_meta = dict(doc.meta)
         return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
 
@@ -183,7 +183,7 @@ class Chunker:
             return simple.plan_sentence(doc, self.sizer, budget)
         return simple.plan_recursive(doc, self.sizer, budget)
 
-    def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineIndex | None,
+    def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineCounter | None,
                doc_meta: dict) -> Chunk:
         text = doc.text[p.start:p.end]
         digest = hashlib.blake2b(digest_size=16)

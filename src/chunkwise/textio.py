@@ -88,6 +88,26 @@ class LineIndex:
         return bisect_right(self.starts, offset) - 1
 
 
+class LineCounter:
+    """0-based line of offsets asked mostly in increasing order (a document's chunks): each
+    answer counts the newlines between the previous offset and this one, so a whole
+    document costs about one C-level pass, with no index built."""
+
+    __slots__ = ("text", "pos", "line")
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 0
+
+    def line_of(self, offset: int) -> int:
+        """0-based line holding `offset`."""
+        if offset >= self.pos:
+            self.line += self.text.count("\n", self.pos, offset)
+        else:
+            self.line -= self.text.count("\n", offset, self.pos)
+        self.pos = offset
+        return self.line
+
+
 class ByteOffsets:
     """UTF-8 byte offsets -> `str` indices for one text (tree-sitter, tiktoken offsets)."""
 

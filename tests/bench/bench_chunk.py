@@ -16,6 +16,7 @@ Competitors are optional: `pip install langchain-text-splitters chonkie`.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from pathlib import Path
@@ -27,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def timed(fn, runs: int) -> float:
+    """Median wall time of `runs` calls, after a full collection so that no contender pays
+    for the garbage another one left (timeit goes further and disables the collector)."""
+    gc.collect()
     times = []
     for _ in range(runs):
         t = time.perf_counter()
