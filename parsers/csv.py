@@ -17,10 +17,12 @@ splits an oversized row between cells before it falls back to words.
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from pathlib import PurePath
 from typing import Iterator
 
@@ -128,7 +130,9 @@ def _sniff(text: str, name: str) -> _Dialect:
     if sniffed is not None and sniffed.quotechar == "'" and '"' not in sample:
         quote = "'"
     space = bool(sniffed and sniffed.skipinitialspace)
-    scores = {d: _consistency(sample, _Dialect(delimiter=d, quotechar=quote)) for d in _DELIMITERS}
+    cut = len(sample) < len(text)
+    scores = {d: _consistency(sample, _Dialect(delimiter=d, quotechar=quote), cut=cut)
+              for d in _DELIMITERS}
     best = max(_DELIMITERS, key=lambda d: scores[d])  # ties: the order of _DELIMITERS
     if sniffed is not None and sniffed.delimiter in scores and \
             scores[sniffed.delimiter] >= scores[best]:
@@ -145,15 +149,20 @@ def _cut(text: str, size: int) -> str:
     return head[:nl] if nl > 0 else head
 
 
-def _consistency(sample: str, dialect: _Dialect) -> tuple[float, int]:
+def _consistency(sample: str, dialect: _Dialect, *, cut: bool = True) -> tuple[float, int]:
     """(share of sample rows with the most common field count, that count); a delimiter
-    that never splits a row scores zero."""
+    that never splits a row scores zero. Rows are read as the csv module reads the file
+    (a quoted field may hold newlines); the last row is left out when the sample was cut."""
     counts: dict[int, int] = {}
     try:
-        rows = list(csv.reader(sample.split("\n")[:100], dialect))
+        rows = list(islice(csv.reader(io.StringIO(sample), dialect), 101))
     except csv.Error:
         return (0.0, 0)
-    for row in rows[:-1] if len(rows) > 1 else rows:  # the last row may be cut
+    if len(rows) > 100:
+        rows = rows[:100]
+    elif cut and len(rows) > 1:  # the last row may be cut
+        rows = rows[:-1]
+    for row in rows:
         if row:
             counts[len(row)] = counts.get(len(row), 0) + 1
     if not counts:
