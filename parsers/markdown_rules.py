@@ -13,8 +13,8 @@ paragraph's lines once between them. `table` builds no per-cell tokens (inline c
 alignment) and paragraphs no inline token: chunkwise reads only the block tokens' line maps
 (and the heading text).
 
-`State` builds markdown-it's line tables with vectorised searches over the text instead of a
-loop per line, and its tokens without the dataclass machinery of `Token`.
+`State` builds markdown-it's line tables with C-level `map`s over the lines instead of a
+Python loop per line, and its tokens without the dataclass machinery of `Token`.
 
 `install(md)` swaps these in only when the rule chains are exactly the ones this prefilter was
 written for; otherwise markdown-it's own code runs.
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 import types
+from itertools import accumulate, compress, repeat
+from operator import add, sub
 
 from markdown_it.common.utils import isStrSpace, mdTrim
 from markdown_it.rules_block import StateBlock
@@ -325,6 +327,9 @@ def table(state, startLine: int, endLine: int, silent: bool) -> bool:
     return True
 
 
+_EMPTY = types.MappingProxyType({})
+
+
 class _Token(Token):
     """A `Token` built without the dataclass `__init__` (defaults set directly)."""
 
@@ -332,9 +337,13 @@ class _Token(Token):
 
     def __init__(self, type: str, tag: str, nesting: int) -> None:
         self.type, self.tag, self.nesting = type, tag, nesting
-        self.attrs, self.map, self.level, self.children = {}, None, 0, None
+        # one shared read-only mapping, not two dicts per token (a 50 MB document has
+        # millions of tokens); the block rules assign attrs, and mutate them only behind
+        # options chunkwise leaves off (alerts, tasklists), where this would raise
+        self.attrs = self.meta = _EMPTY
+        self.map, self.level, self.children = None, 0, None
         self.content = self.markup = self.info = ""
-        self.meta, self.block, self.hidden = {}, True, False
+        self.block, self.hidden = True, False
 
 
 class State(StateBlock):
@@ -366,32 +375,23 @@ class State(StateBlock):
 
 
 def _line_tables(src: str) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Per line: start, end (its newline), first character after its leading spaces and
-    tabs (relative), and that indentation's width with tabs expanded; markdown-it's
-    `StateBlock` tables, computed over the text at once. A last line of only spaces and
-    tabs (or empty) is not a line, as in markdown-it."""
-    import numpy as np
-
-    n = len(src)
-    codes = np.frombuffer(src.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    newlines = np.flatnonzero(codes == 10)
-    starts = np.concatenate(([0], newlines + 1))
-    ends = np.concatenate((newlines, [n]))
-    # the first character of each line that is not a space or a tab (a newline counts)
-    solid = np.append(np.flatnonzero((codes != 32) & (codes != 9)), n)
-    first = np.minimum(solid[np.searchsorted(solid, starts)], ends)
-    if first[-1] >= n:  # the last line is empty or blank
-        starts, ends, first = starts[:-1], ends[:-1], first[:-1]
-    shift = (first - starts).tolist()
+    """Per line: start, end (its newline), length of its leading spaces and tabs, and that
+    indentation's width with tabs expanded; markdown-it's `StateBlock` tables, built with
+    C-level `map`s over the lines (no Python code runs per line, but for tabbed indents).
+    A last line of only spaces and tabs (or empty) is not a line, as in markdown-it."""
+    lines = src.split("\n")
+    if lines[-1].strip(" \t") == "":
+        lines.pop()
+    lens = list(map(len, lines))
+    starts = [0, *accumulate(map(add, lens[:-1], repeat(1)))] if lines else []
+    ends = list(map(add, starts, lens))
+    shift = list(map(sub, lens, map(len, map(str.lstrip, lines, repeat(" \t")))))
     count = list(shift)
-    tabs = np.flatnonzero(codes == 9)
-    if len(tabs) and len(first):  # lines with a tab in their indentation: expand it
-        line = np.searchsorted(starts, tabs, "right") - 1
-        inside = line < len(first)  # not in a dropped blank last line
-        line, tabs = line[inside], tabs[inside]
-        for i in np.unique(line[tabs < first[line]]).tolist():
-            count[i] = _expanded(src[starts[i]:first[i]], shift[i])
-    return starts.tolist(), ends.tolist(), shift, count
+    if "\t" in src:  # lines with a tab in their indentation: expand it
+        for i in compress(range(len(lines)), shift):
+            if "\t" in lines[i][:shift[i]]:
+                count[i] = _expanded(lines[i], shift[i])
+    return starts, ends, shift, count
 
 
 def _expanded(line: str, indent: int) -> int:

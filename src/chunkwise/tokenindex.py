@@ -24,7 +24,7 @@ import re
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from .errors import ChunkwiseError
 from .sizing import (TIKTOKEN_ENCODINGS, Sizer, _tiktoken_encoding, get_sizer,
@@ -65,6 +65,9 @@ _TIKTOKEN_PATTERNS = frozenset({
 # (Punctuation splits too, but an added token such as `[SEP]` may contain it.)
 _WORDPIECE_ANCHOR = re.compile(r"[^ \t\n](?=[ \t\n])|[ \t\n]")
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+_ASCII_SPACE = re.compile(r"[ \t\n]")
+#: characters encoded at once when indexing a text with a WordPiece tokenizer
+_WORDPIECE_BLOCK = 1 << 18
 #: first window searched backwards for an anchor; it grows 8x until one is found
 _WINDOW = 16
 
@@ -269,12 +272,40 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
     def inner(s: str) -> int:
         return len(tok.encode(s, add_special_tokens=False).ids) if s else 0
 
-    def build(sizer: Sizer, text: str) -> SpanCounter:
-        offsets = tok.encode(text, add_special_tokens=False).offsets
-        ends = np.fromiter((e for _, e in offsets), dtype=np.int64, count=len(offsets))
-        return _AnchoredCounter(sizer, text, ends, _WORDPIECE_ANCHOR, inner)
+    def token_ends(text: str, block: int = _WORDPIECE_BLOCK) -> np.ndarray:
+        """End (`str` index) of every token of `text`, encoding it in blocks cut at ASCII
+        whitespace (an anchor: the same tokens as one pass) so that memory stays bounded:
+        the tokenizer's per-token objects for a 50 MB text take gigabytes."""
+        parts = [np.zeros(0, dtype=np.int64)]
+        for a, b in _blocks(text, block):
+            offsets = tok.encode(text[a:b], add_special_tokens=False).offsets
+            if offsets:
+                parts.append(np.array(offsets, dtype=np.int64)[:, 1] + a)
+        return np.concatenate(parts)
 
+    def build(sizer: Sizer, text: str) -> SpanCounter:
+        return _AnchoredCounter(sizer, text, token_ends(text), _WORDPIECE_ANCHOR, inner)
+
+    build.token_ends = token_ends  # type: ignore[attr-defined]  (for tests)
     return build
+
+
+def _blocks(text: str, size: int) -> Iterator[tuple[int, int]]:
+    """Consecutive spans of about `size` characters tiling `text`, each cut just before an
+    ASCII whitespace character (searched back to half the size, then forwards)."""
+    a, n = 0, len(text)
+    while a < n:
+        b = a + size
+        if b >= n:
+            yield a, n
+            return
+        cut = max(text.rfind(" ", a + size // 2, b), text.rfind("\n", a + size // 2, b),
+                  text.rfind("\t", a + size // 2, b))
+        if cut <= a:
+            m = _ASCII_SPACE.search(text, b)
+            cut = m.start() if m else n
+        yield a, cut
+        a = cut
 
 
 def _is_bert_wordpiece(path: Path) -> bool:
