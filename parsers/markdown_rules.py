@@ -82,7 +82,6 @@ def install(md) -> bool:
 
 def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
     table_rule, code_rule = rules["table"], rules["code"]
-    last = (text_block,)  # lheading, then paragraph, which matches any line
 
     def tokenize(self, state, startLine: int, endLine: int) -> None:
         """markdown-it's `ParserBlock.tokenize`, trying only the rules that can match."""
@@ -91,34 +90,38 @@ def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
         hasEmptyLines = False
         src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks,
                                                state.tShift, state.sCount)
+        lineMax = state.lineMax
         while line < endLine:
-            state.line = line = state.skipEmptyLines(line)
+            while line < lineMax and bMarks[line] + tShift[line] >= eMarks[line]:
+                line += 1  # skipEmptyLines
+            state.line = line
             if line >= endLine:
                 break
-            if state.sCount[line] < state.blkIndent:
+            if sCount[line] < state.blkIndent:
                 break  # the end of a nested block (blockquote, list item)
             if state.level >= maxNesting:
                 state.line = endLine
                 break
-            pos = bMarks[line] + tShift[line]
-            candidates = by_char.get(src[pos], ()) if pos < eMarks[line] else ()
+            candidates = by_char.get(src[bMarks[line] + tShift[line]], ())
             if sCount[line] - state.blkIndent >= 4 and state.is_code_block(line):
                 candidates = (code_rule, *candidates)
             if line + 2 <= endLine:
                 pos = bMarks[line + 1] + tShift[line + 1]
                 if pos < eMarks[line + 1] and src[pos] in _DELIMITER:
                     candidates = (table_rule, *candidates)
-            for rule in (*candidates, *last):
+            for rule in candidates:
                 if rule(state, line, endLine, False):
-                    if state.line <= line:
-                        raise RuntimeError("block rule didn't increment state.line")
                     break
+            else:
+                text_block(state, line, endLine, False)  # matches any line
+            if state.line <= line:
+                raise RuntimeError("block rule didn't increment state.line")
             state.tight = not hasEmptyLines
             line = state.line
             # paragraph might "eat" one newline after it in nested lists
-            if (line - 1) < endLine and state.isEmpty(line - 1):
+            if (line - 1) < endLine and bMarks[line - 1] + tShift[line - 1] >= eMarks[line - 1]:
                 hasEmptyLines = True
-            if line < endLine and state.isEmpty(line):
+            if line < endLine and bMarks[line] + tShift[line] >= eMarks[line]:
                 hasEmptyLines = True
                 line += 1
                 state.line = line
