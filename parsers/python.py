@@ -97,7 +97,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
                         "boundaries is kept as plain text")
     return ParsedDocument(source=source, format="python", text=text,
                           sections=tuple(builder.sections), title=PurePath(source).name,
-                          path_in_context=False, warnings=tuple(warnings),
+                          path_in_context=False, context=f"# {PurePath(source).name}",
+                          warnings=tuple(warnings),
                           meta=(("language", "python"),))
 
 

@@ -289,7 +289,7 @@ class Fitter:
 
     def _context(self, chain: tuple[Node, ...], owner: Node, start: int) -> tuple[str, int]:
         """Context for a chunk starting at `start`, and its estimated token cost."""
-        parts = []
+        parts = [self.doc.context] if self.doc.context else []
         if self.doc.path_in_context and owner.path:
             parts.append(" > ".join(owner.path))
         for node in chain:

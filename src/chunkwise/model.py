@@ -57,6 +57,9 @@ class ParsedDocument:
     path_in_context: bool = True
     """Whether chunks embed their heading path (`A > B > C`) in `context`. Code sets it False:
     the enclosing signatures say more."""
+    context: str = ""
+    """Embedded first in every chunk's context. Code: the file name as a comment
+    (`# sse.py`), which names the library and module that a chunk's text often does not."""
     warnings: tuple[str, ...] = ()
     """Non-fatal problems found while parsing (encoding fallback, no text layer, …)."""
     meta: tuple[tuple[str, Any], ...] = ()

@@ -179,10 +179,13 @@ def _def_spans(text: str) -> list[tuple[ast.AST, int, int, list[str]]]:
 
 
 def _check_definitions(text: str, chunks, chunker: Chunker) -> None:
-    """A def that fits the budget (with its enclosing headers) is inside exactly one chunk;
-    every later chunk of a split def carries the def's signature in its context."""
+    """A def that fits the budget (with the file line and its enclosing headers) is inside
+    exactly one chunk; every later chunk of a split def carries the def's signature in its
+    context."""
+    file_line = chunks[0].context.split("\n")[0] if chunks else ""
+    assert file_line.startswith("# ") and all(c.context.startswith(file_line) for c in chunks)
     for node, start, end, heads in _def_spans(text):
-        embed = "\n".join(heads) + "\n\n" + text[start:end] if heads else text[start:end]
+        embed = "\n".join([file_line, *heads]) + "\n\n" + text[start:end]
         inside = [c for c in chunks if c.start <= start and end <= c.end]
         touching = [c for c in chunks if c.start < end and start < c.end]
         if chunker.sizer.count(embed) <= chunker.max_tokens:
@@ -227,7 +230,9 @@ def test_fixture_chunks_keep_definitions_and_contract():
     chunks = check_contract(data, "fastapi__fastapi__background.py", chunker)
     text = py_parser.parse(data, source="x.py").text
     _check_definitions(text, chunks, chunker)
-    assert any(c.context.startswith("class BackgroundTasks(StarletteBackgroundTasks):\n"
+    assert all(c.context.startswith("# fastapi__fastapi__background.py") for c in chunks)
+    assert any(c.context.startswith("# fastapi__fastapi__background.py\n"
+                                    "class BackgroundTasks(StarletteBackgroundTasks):\n"
                                     "    def add_task(") for c in chunks)
     method_chunks = [c for c in chunks if c.meta.get("symbol") == "BackgroundTasks.add_task"]
     assert method_chunks and all(c.section_path == ("BackgroundTasks", "add_task")
@@ -241,7 +246,7 @@ def test_method_piece_context_and_parse():
     chunks = chunk_text(src, format="python", source="p.py", max_tokens=64)
     assert len(chunks) > 3
     for c in chunks[1:]:
-        assert c.context == "class Parser:\n    def parse(self, data):"
+        assert c.context == "# p.py\nclass Parser:\n    def parse(self, data):"
         assert c.meta["symbol"] == "Parser.parse" and c.meta["kind"] == "method"
         assert _piece_parses(src, c)
     lines = LineIndex(src)

@@ -75,12 +75,16 @@ class SectionIndex:
         return self.chains[max(0, bisect_right(self.starts, pos) - 1)]
 
     def context_at(self, pos: int) -> tuple[str, int]:
-        """Context of a chunk starting at `pos` (the heading path of its section, at most half
-        the budget) and its token cost inside an embed text."""
+        """Context of a chunk starting at `pos` (the document's own context line, then the
+        heading path of its section; at most half the budget) and its token cost inside an
+        embed text."""
         path = self.chain_at(pos)[-1].path if self.doc.path_in_context else ()
         hit = self._ctx.get(path)
         if hit is None:
-            ctx = limit_tokens(" > ".join(path), self.sizer.count, self.context_limit)
+            parts = [self.doc.context] if self.doc.context else []
+            if path:
+                parts.append(" > ".join(path))
+            ctx = limit_tokens("\n".join(parts), self.sizer.count, self.context_limit)
             cost = self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
             hit = self._ctx[path] = (ctx, cost)
         return hit
