@@ -33,27 +33,20 @@ from markdown_it.token import Token
 from markdown_it.rules_block.table import (MAX_AUTOCOMPLETED_CELLS, escapedSplit,
                                            headerLineRe)
 
-#: first characters that can start a fence (`~), blockquote (>), hr (*-_), list (*-+, digits),
-#: HTML block (<) or ATX heading (#): the rules of the `paragraph` and `blockquote` chains
-_BLOCK_START = frozenset("`~>*-_+#<0123456789")
+#: the block rules in the order markdown-it tries them
+_BLOCK_RULES = ["table", "code", "_fence_rule", "blockquote", "hr", "list_block", "html_block",
+                "heading", "lheading", "paragraph"]
+#: the rules that a line's first non-blank character decides, in that order, with the
+#: characters they start with: fence, blockquote, hr, list (bullets and digits), HTML block,
+#: ATX heading. They are also the terminator chains, with `table` first for paragraphs.
+_STARTS = {"_fence_rule": "`~", "blockquote": ">", "hr": "*-_", "list_block": "*-+0123456789",
+           "html_block": "<", "heading": "#"}
+_BLOCK_START = frozenset("".join(_STARTS.values()))
+#: the terminator chains the prefilter is proven for (rule function names, in order)
+_CHAINS = {"paragraph": ["table", *_STARTS], "blockquote": [*_STARTS]}
 #: first characters of a table's delimiter row
 _DELIMITER = frozenset("|-:")
 _DELIMITER_REST = re.compile(r"[-:| \t]*")
-#: the terminator chains the prefilter is proven for (rule function names, in order)
-_CHAINS = {
-    "paragraph": ["table", "_fence_rule", "blockquote", "hr", "list_block", "html_block",
-                  "heading"],
-    "blockquote": ["_fence_rule", "blockquote", "hr", "list_block", "html_block", "heading"],
-}
-
-
-#: the block rules in the order markdown-it tries them, and the first characters that the
-#: ones decided by their line's first character need
-_BLOCK_RULES = ["table", "code", "_fence_rule", "blockquote", "hr", "list_block", "html_block",
-                "heading", "lheading", "paragraph"]
-_STARTS = {"_fence_rule": "`~", "blockquote": ">", "hr": "*-_", "list_block": "*-+0123456789",
-           "html_block": "<", "heading": "#"}
-
 
 #: first character -> the rules of `_STARTS` that can start a block there (markdown-it's
 #: functions, in its order): the rules a block start tries, and the terminators a paragraph
@@ -62,27 +55,23 @@ _BY_CHAR: dict[str, tuple] = {}
 
 
 def install(md) -> bool:
-    """Swap the faster rules and block loop into `md` if its chains are the known ones."""
+    """Swap the faster block loop into `md` if its rule chains are the known ones. (The
+    loop calls this module's `table` and `text_block` itself, and markdown-it's own rules
+    ask no chain that holds them, so its ruler is left as it is.)"""
     ruler = md.block.ruler
     if [r.__name__ for r in ruler.getRules("")] != _BLOCK_RULES:
         return False
     for chain, names in _CHAINS.items():
         if [r.__name__ for r in ruler.getRules(chain)] != names:
             return False
-    ruler.at("table", table, {"alt": ["paragraph", "reference"]})
-    ruler.at("lheading", lheading)
-    ruler.at("paragraph", paragraph)
     rules = dict(zip(_BLOCK_RULES, ruler.getRules("")))
-    by_char = {c: tuple(rules[name] for name, chars in _STARTS.items() if c in chars)
-               for c in _BLOCK_START}
-    _BY_CHAR.update(by_char)
-    md.block.tokenize = types.MethodType(_make_tokenize(rules, by_char), md.block)
+    _BY_CHAR.update({c: tuple(rules[name] for name, chars in _STARTS.items() if c in chars)
+                     for c in _BLOCK_START})
+    md.block.tokenize = types.MethodType(_make_tokenize(rules["code"]), md.block)
     return True
 
 
-def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
-    table_rule, code_rule = rules["table"], rules["code"]
-
+def _make_tokenize(code_rule):
     def tokenize(self, state, startLine: int, endLine: int) -> None:
         """markdown-it's `ParserBlock.tokenize`, trying only the rules that can match."""
         line = startLine
@@ -90,7 +79,7 @@ def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
         hasEmptyLines = False
         src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks,
                                                state.tShift, state.sCount)
-        lineMax = state.lineMax
+        lineMax, by_char = state.lineMax, _BY_CHAR
         while line < endLine:
             while line < lineMax and bMarks[line] + tShift[line] >= eMarks[line]:
                 line += 1  # skipEmptyLines
@@ -108,7 +97,7 @@ def _make_tokenize(rules: dict, by_char: dict[str, tuple]):
             if line + 2 <= endLine:
                 pos = bMarks[line + 1] + tShift[line + 1]
                 if pos < eMarks[line + 1] and src[pos] in _DELIMITER:
-                    candidates = (table_rule, *candidates)
+                    candidates = (table, *candidates)
             for rule in candidates:
                 if rule(state, line, endLine, False):
                     break
