@@ -64,6 +64,15 @@ def trim(text: str, a: int, b: int) -> tuple[int, int]:
     return a, b
 
 
+def lead_context(doc: ParsedDocument, path: tuple[str, ...]) -> list[str]:
+    """The first lines of a chunk's context, the same for every strategy: the document's
+    own context line (code: `# file.py`), then the heading path where the format embeds it."""
+    parts = [doc.context] if doc.context else []
+    if doc.path_in_context and path:
+        parts.append(" > ".join(path))
+    return parts
+
+
 class _Candidate(NamedTuple):
     """A chunk under consideration: what its exact count needs, nothing more."""
 
@@ -289,9 +298,7 @@ class Fitter:
 
     def _context(self, chain: tuple[Node, ...], owner: Node, start: int) -> tuple[str, int]:
         """Context for a chunk starting at `start`, and its estimated token cost."""
-        parts = [self.doc.context] if self.doc.context else []
-        if self.doc.path_in_context and owner.path:
-            parts.append(" > ".join(owner.path))
+        parts = lead_context(self.doc, owner.path)
         for node in chain:
             if node.context and start > self._node_start(node):
                 parts.append(node.context)

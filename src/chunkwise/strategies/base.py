@@ -15,7 +15,7 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Callable, Sequence
 
-from ..fitter import Fitter, Piece, trim
+from ..fitter import Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
 from ..sizing import Sizer, limit_tokens
 from ..structure import Node, build_tree
@@ -81,10 +81,8 @@ class SectionIndex:
         path = self.chain_at(pos)[-1].path if self.doc.path_in_context else ()
         hit = self._ctx.get(path)
         if hit is None:
-            parts = [self.doc.context] if self.doc.context else []
-            if path:
-                parts.append(" > ".join(path))
-            ctx = limit_tokens("\n".join(parts), self.sizer.count, self.context_limit)
+            ctx = limit_tokens("\n".join(lead_context(self.doc, path)), self.sizer.count,
+                               self.context_limit)
             cost = self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
             hit = self._ctx[path] = (ctx, cost)
         return hit
