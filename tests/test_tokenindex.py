@@ -106,3 +106,21 @@ def test_unproven_tokenizers_are_counted_directly(tmp_path):
     fake = Sizer("cl100k_base", len, lambda texts: [len(t) for t in texts])
     assert not span_counter(fake, "abc").indexed
     assert span_counter(get_sizer("chars"), "abc").span(0, 2) == 2
+
+
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("block", [64, 1000, 1 << 18])
+def test_wordpiece_index_in_blocks_is_one_pass(name, block):
+    """The minilm index encodes big texts in blocks cut at ASCII whitespace (bounded memory);
+    the token ends are those of one encode of the whole text."""
+    from tokenizers import Tokenizer
+
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    text = (FIXTURES / name).read_bytes().decode("utf-8", "replace")
+    tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
+    tok.no_truncation()
+    tok.no_padding()
+    whole = [e for _, e in tok.encode(text, add_special_tokens=False).offsets]
+    ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, block)
+    assert ends.tolist() == whole
