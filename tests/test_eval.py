@@ -8,6 +8,7 @@ import json
 import math
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -320,6 +321,70 @@ def test_eval_question_source_missing_from_collection(fixture_db, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_search_exact_agrees_with_chroma_and_is_repeatable(fixture_db):
+    """Brute force over the stored vectors finds what Chroma's HNSW finds on a collection
+    this small (where its search is effectively exact), with the same cosine distances."""
+    from chunkwise.chroma import query, search_exact
+
+    questions = [json.loads(l)["question"]
+                 for l in (DATA / "fixture_questions.jsonl").read_text().splitlines()][:4]
+    exact = search_exact(questions, k=5, db_path=fixture_db)
+    again = search_exact(questions, k=5, db_path=fixture_db)
+    assert [[(h.id, h.distance) for h in hits] for hits in again] == \
+        [[(h.id, h.distance) for h in hits] for hits in exact]
+    for q, hits in zip(questions, exact):
+        approx = query(q, k=5, db_path=fixture_db)
+        assert [h.id for h in hits] == [h.id for h in approx], q
+        assert [h.distance for h in hits] == pytest.approx([h.distance for h in approx],
+                                                           abs=1e-4)
+        assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+        assert all(h.text and h.source for h in hits)
+    assert search_exact([], db_path=fixture_db) == []
+    with pytest.raises(ConfigError, match="positive integer"):
+        search_exact(questions, k=0, db_path=fixture_db)
+
+
+def test_eval_exact_flag(fixture_db):
+    qfile = DATA / "fixture_questions.jsonl"
+    done = [run("eval", str(qfile), "--db", str(fixture_db), "--root", "fixtures",
+                "--json", *flag, cwd=ROOT) for flag in ((), ("--exact",))]
+    assert all(d.returncode == 0 for d in done), [d.stderr for d in done]
+    approx, exact = (json.loads(d.stdout) for d in done)
+    assert exact["metrics"] == approx["metrics"]  # HNSW is exact at this size
+    done = run("eval", str(qfile), "--db", str(fixture_db), "--embed-cache", "x.sqlite",
+               cwd=ROOT)
+    assert done.returncode == 2 and "--embed-cache is only used with --compare" in done.stderr
+
+
+def test_cached_embedder_embeds_each_text_once(tmp_path):
+    """The cache does not care what the vectors mean: a counting stand-in model."""
+    from chunkwise.embeddings import Embedder, cached_embedder
+    import numpy as np
+
+    seen: list[str] = []
+
+    def embed(texts):
+        seen.extend(texts)
+        return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
+
+    model = Embedder(identity="test:count", embed=embed)
+    path = tmp_path / "cache.sqlite"
+    first = cached_embedder(model, path).embed(["alpha", "beta", "alpha", "gamma"])
+    assert seen == ["alpha", "beta", "gamma"]  # a duplicate in one batch: embedded once
+    assert first.tolist() == [[5, 2, 1], [4, 1, 1], [5, 2, 1], [5, 2, 1]]
+    again = cached_embedder(model, path)  # a later process: the file is the cache
+    assert again.embed(["gamma", "beta", "delta"]).tolist() == [[5, 2, 1], [4, 1, 1],
+                                                                  [5, 1, 1]]
+    assert seen == ["alpha", "beta", "gamma", "delta"]
+    assert again.identity == model.identity and again.embed_queries(["q"]).tolist() == [[1, 0, 1]]
+    assert seen[-1] == "q"  # queries go to the model, uncached
+    other = Embedder(identity="test:other", embed=embed)
+    cached_embedder(other, path).embed(["alpha"])  # another model: its own vectors
+    assert seen[-1] == "alpha"
+    with pytest.raises(ConfigError, match="does not exist"):
+        cached_embedder(model, tmp_path / "missing" / "cache.sqlite")
+
+
 def test_eval_compare_on_small_corpus(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -343,6 +408,16 @@ def test_eval_compare_on_small_corpus(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].split()[:2] == ["strategy", "hit@1"]
     assert done.stdout.splitlines()[1].startswith("structure")
+    # vectors from the embedding cache rank exactly as freshly computed ones
+    cache = tmp_path / "vectors.sqlite"
+    for db in ("cmp2", "cmp3"):  # the first fills the cache, the second reads it
+        done = run("eval", str(qfile), "--compare", "structure", "--corpus", str(corpus),
+                   "--db", str(tmp_path / db), "--embed-cache", str(cache), "--json",
+                   cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["strategies"][0]["metrics"] == row["metrics"]
+    with sqlite3.connect(cache) as con:
+        assert 0 < con.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] <= row["chunks"]
 
 
 # -- the shared corpus question set ---------------------------------------------------------

@@ -600,19 +600,12 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
     """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
     clause on metadata (e.g. `{"format": "pdf"}`). The query is embedded with the embedder the
     collection was built with unless `embedder` is given."""
-    from .embeddings import resolve_embedder
-
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")
     c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
                 retry_delays=retry_delays)
     col = _open_for_query(c, collection, retry_delays)
-    stored_spec = (col.metadata or {}).get(_COLLECTION_SPEC)
-    emb = resolve_embedder(embedder if embedder is not None else stored_spec)
-    stored_identity = (col.metadata or {}).get(_COLLECTION_EMBEDDER)
-    if stored_identity and stored_identity != emb.identity:
-        raise StoreError(f"collection {collection!r} holds vectors of {stored_identity}, "
-                         f"not {emb.identity}; query with the embedder it was built with")
+    emb = _query_embedder(col, embedder)
     vector = _as_rows(emb.embed_queries([text]))
     try:
         got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
@@ -625,6 +618,88 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
         raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
     return [_hit(i, d, m, dist) for i, d, m, dist in
             zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+
+
+def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
+                 db_path: str | os.PathLike | None = None, host: str | None = None,
+                 port: int | None = None, collection: str = DEFAULT_COLLECTION,
+                 embedder: Any = None, page: int = 1000) -> list[list[Hit]]:
+    """The `k` nearest chunks to each of `texts`, found by comparing every stored vector
+    (brute force) instead of walking Chroma's HNSW graph: no approximation, so the same
+    collection and queries always give the same ranking (ties broken by id). Distances are
+    those of the collection's space (`cosine`, `l2` squared, or `ip`), as `query` reports
+    them. Meant for evaluation: it reads the whole collection once per call."""
+    import numpy as np
+
+    if not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if not texts:
+        return []
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False)
+    col = _open_for_query(c, collection, RETRY_DELAYS)
+    emb = _query_embedder(col, embedder)
+    queries = np.asarray(_as_rows(emb.embed_queries(list(texts))), dtype=np.float32)
+    ids: list[str] = []
+    docs: list[str | None] = []
+    metas: list[Any] = []
+    blocks = []
+    offset = 0
+    while True:
+        got = with_retries(lambda: col.get(include=["documents", "metadatas", "embeddings"],
+                                           limit=page, offset=offset), "read", RETRY_DELAYS)
+        ids += got["ids"]
+        docs += got["documents"]
+        metas += got["metadatas"]
+        if len(got["ids"]):
+            blocks.append(np.asarray(got["embeddings"], dtype=np.float32))
+        if len(got["ids"]) < page:
+            break
+        offset += page
+    if not ids:
+        return [[] for _ in texts]
+    stored = np.concatenate(blocks)
+    space = _space(col)
+    dots = queries @ stored.T
+    if space == "ip":
+        dist = 1.0 - dots
+    elif space == "l2":
+        dist = ((queries * queries).sum(1)[:, None] + (stored * stored).sum(1)[None, :]
+                - 2.0 * dots)
+    else:
+        qn = np.linalg.norm(queries, axis=1)[:, None]
+        sn = np.linalg.norm(stored, axis=1)[None, :]
+        dist = 1.0 - dots / np.maximum(qn * sn, 1e-12)
+    order = np.argsort(ids, kind="stable")  # ties: smaller id first
+    out = []
+    for row in dist[:, order]:
+        best = np.argsort(row, kind="stable")[:k]
+        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]))
+                    for i in best])
+    return out
+
+
+def _space(col: Any) -> str:
+    """The distance space of a collection (`cosine`, `l2` or `ip`)."""
+    conf = getattr(col, "configuration", None) or {}
+    for key in ("hnsw", "spann"):
+        space = (conf.get(key) or {}).get("space") if isinstance(conf, Mapping) else None
+        if space:
+            return str(space)
+    return str((col.metadata or {}).get("hnsw:space", "l2"))
+
+
+def _query_embedder(col: Any, embedder: Any) -> Any:
+    """The embedder for queries on `col`: `embedder`, else the one it was built with; a
+    different model than the stored vectors' is a `StoreError`."""
+    from .embeddings import resolve_embedder
+
+    stored_spec = (col.metadata or {}).get(_COLLECTION_SPEC)
+    emb = resolve_embedder(embedder if embedder is not None else stored_spec)
+    stored_identity = (col.metadata or {}).get(_COLLECTION_EMBEDDER)
+    if stored_identity and stored_identity != emb.identity:
+        raise StoreError(f"collection {col.name!r} holds vectors of {stored_identity}, "
+                         f"not {emb.identity}; query with the embedder it was built with")
+    return emb
 
 
 def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:

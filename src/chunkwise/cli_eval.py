@@ -63,6 +63,12 @@ def register(subparsers: Any) -> None:
                    help="tokenizer of the budget (default minilm)")
     g.add_argument("--overlap", type=int, default=0, metavar="N",
                    help="tokens repeated from the previous chunk (default 0)")
+    g.add_argument("--embed-cache", default=None, metavar="FILE",
+                   help="SQLite file keeping chunk vectors between strategies and runs, so "
+                        "a re-run embeds only the chunks that changed")
+    p.add_argument("--exact", action="store_true",
+                   help="rank by brute force over every stored vector instead of Chroma's "
+                        "approximate index (always on with --compare)")
     p.set_defaults(func=cmd_eval)
 
 
@@ -72,6 +78,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     ks = parse_ks(args.k)
     if args.compare is None and args.corpus:
         raise ConfigError("--corpus is only used with --compare")
+    if args.compare is None and args.embed_cache:
+        raise ConfigError("--embed-cache is only used with --compare")
     if args.compare is not None:
         if not args.corpus:
             raise ConfigError("--compare needs --corpus PATH… to ingest")
@@ -86,12 +94,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.compare is None:
             from .cli_store import _location
 
-            reports = [evaluate(qset, ks=ks, embedder=args.embedder, **_location(args))]
+            reports = [evaluate(qset, ks=ks, embedder=args.embedder, exact=args.exact,
+                                **_location(args))]
         else:
             reports = compare(qset, args.corpus, args.compare.split(","), ks=ks,
                               db_path=args.db, max_tokens=args.max_tokens,
                               tokenizer=args.tokenizer, overlap=args.overlap,
-                              embedder=args.embedder, on_ingest=_ingested)
+                              embedder=args.embedder, on_ingest=_ingested,
+                              embed_cache=args.embed_cache)
     except QuestionsError as e:
         for line in e.problems:
             print(line, file=sys.stderr)

@@ -311,6 +311,51 @@ class Embedder:
         return (self.query_embed or self.embed)(texts)
 
 
+def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
+    """`embedder` with its document vectors kept in an SQLite file at `path`, keyed by the
+    model's identity and the text's sha256: a text embedded once is never embedded again,
+    in this process or a later one (e.g. when `eval --compare` is re-run after a change
+    that leaves most chunks as they were). Queries are not cached."""
+    import sqlite3
+
+    path = Path(path)
+    if path.parent and not path.parent.is_dir():
+        raise ConfigError(f"embedding cache {path}: folder {path.parent} does not exist")
+    try:
+        db = sqlite3.connect(str(path), check_same_thread=False)
+        db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB)")
+    except sqlite3.Error as e:
+        raise ConfigError(f"embedding cache {path}: {e}") from e
+    lock = threading.Lock()
+    salt = embedder.identity.encode() + b"\0"
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha256(salt + t.encode("utf-8", "surrogatepass")).digest()
+                for t in texts]
+        found: dict[bytes, np.ndarray] = {}
+        with lock:
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                rows = db.execute("SELECT key, vec FROM vectors WHERE key IN "
+                                  f"({','.join('?' * len(part))})", part).fetchall()
+                found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        if todo:
+            first = {k: t for k, t in zip(keys, texts)}
+            fresh = np.asarray(embedder.embed([first[k] for k in todo]), dtype=np.float32)
+            with lock, db:
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                               [(k, v.tobytes()) for k, v in zip(todo, fresh)])
+            found.update(zip(todo, fresh))
+        if not keys:
+            return np.empty((0, 0), dtype=np.float32)
+        return np.stack([found[k] for k in keys])
+
+    return Embedder(identity=embedder.identity, embed=embed, spec=embedder.spec,
+                    chroma_function=embedder.chroma_function,
+                    query_embed=embedder.query_embed or embedder.embed)
+
+
 def resolve_embedder(spec: object = None) -> Embedder:
     """Build an `Embedder` from a spec:
 

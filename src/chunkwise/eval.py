@@ -482,12 +482,19 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              db_path: str | os.PathLike | None = None, host: str | None = None,
              port: int | None = None, embedder: Any = None,
              retry_delays: Sequence[float] | None = None,
-             cwd: str | os.PathLike | None = None, strategy: str | None = None) -> EvalReport:
+             cwd: str | os.PathLike | None = None, strategy: str | None = None,
+             exact: bool = False) -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
+
+    With `exact`, the nearest chunks are found by brute force over every stored vector
+    (`chunkwise.chroma.search_exact`) rather than through Chroma's approximate HNSW index:
+    the ranking then depends only on the chunks and the model, which is what a comparison
+    of chunkings should measure. Without it, the collection is queried as an application
+    would query it.
 
     Raises `QuestionsError` when a question's source is not in the collection, `StoreError`
     when the collection cannot be read."""
-    from .chroma import RETRY_DELAYS, iter_collection, query
+    from .chroma import RETRY_DELAYS, iter_collection, query, search_exact
 
     ks = parse_ks(ks)
     location = {"client": client, "db_path": db_path, "host": host, "port": port,
@@ -503,11 +510,15 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     matched = match_sources(qset, spans, cwd=cwd)
     t1 = time.perf_counter()
     counters = {p: UnitCounter(t) for p, t in qset.texts.items()}
+    if exact:
+        answers = search_exact([q.question for q in qset.questions], k=max(ks),
+                               embedder=embedder, **location)
+    else:
+        delays = RETRY_DELAYS if retry_delays is None else retry_delays
+        answers = (query(q.question, k=max(ks), embedder=embedder, retry_delays=delays,
+                         **location) for q in qset.questions)
     results = []
-    for i, q in enumerate(qset.questions):
-        hits = query(q.question, k=max(ks), embedder=embedder,
-                     retry_delays=RETRY_DELAYS if retry_delays is None else retry_delays,
-                     **location)
+    for i, (q, hits) in enumerate(zip(qset.questions, answers)):
         retrieved = [RetrievedChunk(h.source, int(h.metadata.get("start", 0)),
                                     int(h.metadata.get("end", 0)), count_units(h.text),
                                     h.distance) for h in hits]
@@ -567,12 +578,15 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             ks: Sequence[int] = DEFAULT_KS, db_path: str | os.PathLike | None = None,
             max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
             embedder: Any = None, on_ingest: Callable[[str, Any], None] | None = None,
-            ) -> list[EvalReport]:
+            embed_cache: str | os.PathLike | None = None) -> list[EvalReport]:
     """Chunk and embed `corpus` once per strategy into collection `eval-<strategy>` (in
     `db_path`, else a temporary database removed afterwards), evaluate each, and return the
-    reports best first (by MRR, then hit@max(k)). Every strategy name is checked before
-    anything is ingested; an unknown one is a `ConfigError`. `on_ingest(strategy, report)`
-    is called after each ingest (e.g. to print failures)."""
+    reports best first (by MRR, then hit@max(k)). Retrieval is exact (brute force, see
+    `evaluate`), so differences between strategies are not search noise. Every strategy
+    name is checked before anything is ingested; an unknown one is a `ConfigError`.
+    `on_ingest(strategy, report)` is called after each ingest (e.g. to print failures).
+    With `embed_cache` (an SQLite file, see `chunkwise.embeddings.cached_embedder`) a chunk
+    text is embedded once across strategies and runs."""
     from .api import STRATEGIES, Chunker
     from .chroma import ingest
 
@@ -584,6 +598,11 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     if unknown:
         raise ConfigError(f"unknown strateg{'ies' if len(unknown) > 1 else 'y'} "
                           f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)}")
+    from .embeddings import cached_embedder, resolve_embedder
+
+    embedder = resolve_embedder(embedder)
+    if embed_cache is not None:
+        embedder = cached_embedder(embedder, embed_cache)
     chunkers = {s: Chunker(strategy=s, max_tokens=max_tokens, tokenizer=tokenizer,
                            overlap=overlap) for s in names}
     if not corpus:
@@ -603,7 +622,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             if on_ingest is not None:
                 on_ingest(name, ingested)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
-                              embedder=embedder, strategy=name)
+                              embedder=embedder, strategy=name, exact=True)
             report.seconds["ingest"] = seconds
             reports.append(report)
     finally:
