@@ -1,6 +1,7 @@
-"""Faster drop-in versions of markdown-it-py's block loop and three of its rules:
-`paragraph`, `lheading` and `table` (markdown-it-py is MIT-licensed; these follow its code
-line for line, and `tests/parsers/test_markdown_rules.py` checks they give the same sections).
+"""Faster drop-in versions of markdown-it-py's block loop and of its rules `paragraph`,
+`lheading`, `table`, `list_block`, `heading`, `hr`, `fence` and `code` (markdown-it-py is
+MIT-licensed; these follow its code line for line, and `tests/parsers/test_markdown_rules.py`
+checks they give the same sections and block tokens).
 
 Most of markdown-it's block time goes into asking, for every line of every paragraph (twice:
 once in `lheading`, once in `paragraph`) and every table row, whether one of the seven
@@ -9,9 +10,12 @@ non-blank character of the line (`table`: of the next line) and wants one of a f
 characters. So for each line only the rules that want its first character are asked (none,
 for most lines): the same answer, most of the cost gone. The block loop (`tokenize`) does the
 same at each block start, in markdown-it's order. `lheading` and `paragraph` scan a
-paragraph's lines once between them. `table` builds no per-cell tokens (inline content,
-alignment) and paragraphs no inline token: chunkwise reads only the block tokens' line maps
-(and the heading text).
+paragraph's lines once between them. `list_block` asks its own terminators (fence,
+blockquote, hr) the same way at each next item. The others lose markdown-it's per-call debug
+logging and build only what chunkwise reads, the block tokens' line maps (and the heading
+text): `table` no per-cell tokens (inline content, alignment), paragraphs no inline token,
+lists no markers, start numbers or `hidden` marks on tight paragraphs, fences and code
+blocks no content.
 
 `State` builds markdown-it's line tables with C-level `map`s over the lines instead of a
 Python loop per line, and its tokens without the dataclass machinery of `Token`.
@@ -43,7 +47,8 @@ _STARTS = {"_fence_rule": "`~", "blockquote": ">", "hr": "*-_", "list_block": "*
            "html_block": "<", "heading": "#"}
 _BLOCK_START = frozenset("".join(_STARTS.values()))
 #: the terminator chains the prefilter is proven for (rule function names, in order)
-_CHAINS = {"paragraph": ["table", *_STARTS], "blockquote": [*_STARTS]}
+_CHAINS = {"paragraph": ["table", *_STARTS], "blockquote": [*_STARTS],
+           "list": ["_fence_rule", "blockquote", "hr"]}
 #: first characters of a table's delimiter row
 _DELIMITER = frozenset("|-:")
 _DELIMITER_REST = re.compile(r"[-:| \t]*")
@@ -52,6 +57,8 @@ _DELIMITER_REST = re.compile(r"[-:| \t]*")
 #: functions, in its order): the rules a block start tries, and the terminators a paragraph
 #: line or table row asks (with `table` first for a paragraph line before a delimiter row)
 _BY_CHAR: dict[str, tuple] = {}
+#: the same for the `list` terminator chain (fence, blockquote, hr), asked at each next item
+_LIST_BY_CHAR: dict[str, tuple] = {}
 
 
 def install(md) -> bool:
@@ -59,14 +66,19 @@ def install(md) -> bool:
     loop calls this module's `table` and `text_block` itself, and markdown-it's own rules
     ask no chain that holds them, so its ruler is left as it is.)"""
     ruler = md.block.ruler
+    if md.options.get("tasklists"):  # list items with checkboxes: `list_block` has none
+        return False
     if [r.__name__ for r in ruler.getRules("")] != _BLOCK_RULES:
         return False
     for chain, names in _CHAINS.items():
         if [r.__name__ for r in ruler.getRules(chain)] != names:
             return False
     rules = dict(zip(_BLOCK_RULES, ruler.getRules("")))
+    rules.update(code=code, _fence_rule=fence, hr=hr, list_block=list_block, heading=heading)
     _BY_CHAR.update({c: tuple(rules[name] for name, chars in _STARTS.items() if c in chars)
                      for c in _BLOCK_START})
+    _LIST_BY_CHAR.update({c: tuple(rules[name] for name in _CHAINS["list"]
+                                   if c in _STARTS[name]) for c in _BLOCK_START})
     md.block.tokenize = types.MethodType(_make_tokenize(rules["code"]), md.block)
     return True
 
@@ -316,6 +328,261 @@ def table(state, startLine: int, endLine: int, silent: bool) -> bool:
     tableLines[1] = nextLine
     state.parentType = oldParentType
     state.line = nextLine
+    return True
+
+
+#: an ordered list marker: up to nine digits, `.` or `)`, then a space, a tab or the line's end
+_ORDERED_MARKER = re.compile(r"[0-9]{1,9}[.)](?=[ \t]|\Z)")
+
+
+def _marker_end(src: str, pos: int, maximum: int, ordered: bool | None) -> int:
+    """Where a list marker at `pos` ends (markdown-it's `skipOrderedListMarker`, then, if
+    `ordered` is not True, `skipBulletListMarker`), or -1. `ordered=False`: bullets only."""
+    if ordered is not False:
+        m = _ORDERED_MARKER.match(src, pos, maximum)
+        if m:
+            return m.end()
+        if ordered:
+            return -1
+    if pos < maximum and src[pos] in "*-+" and (pos + 1 == maximum or src[pos + 1] in " \t"):
+        return pos + 1
+    return -1
+
+
+def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's `list_block`: the same lists, items and line maps, without what only
+    rendering reads (markers, start numbers, the `hidden` marks of tight paragraphs) and with
+    the `list` terminators asked by first character. (Installed only without `tasklists`.)"""
+    src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks, state.tShift,
+                                           state.sCount)
+    if sCount[startLine] - state.blkIndent >= 4:
+        return False
+    # Special case:
+    #  - item 1
+    #   - item 2
+    #    - item 3
+    #     - item 4
+    #      - this one is a paragraph continuation
+    if (state.listIndent >= 0 and sCount[startLine] - state.listIndent >= 4
+            and sCount[startLine] < state.blkIndent):
+        return False
+    # limit conditions when list can interrupt a paragraph (validation mode only)
+    isTerminatingParagraph = (silent and state.parentType == "paragraph"
+                              and sCount[startLine] >= state.blkIndent)
+    start = bMarks[startLine] + tShift[startLine]
+    posAfterMarker = _marker_end(src, start, eMarks[startLine], None)
+    if posAfterMarker < 0:
+        return False
+    markerChar = src[posAfterMarker - 1]
+    isOrdered = markerChar in ".)"
+    if isTerminatingParagraph:
+        # an ordered list after a paragraph starts with 1, and no list there starts empty
+        if isOrdered and int(src[start:posAfterMarker - 1]) != 1:
+            return False
+        if state.skipSpaces(posAfterMarker) >= eMarks[startLine]:
+            return False
+    if silent:
+        return True
+
+    token = state.push("ordered_list_open" if isOrdered else "bullet_list_open",
+                       "ol" if isOrdered else "ul", 1)
+    token.map = listLines = [startLine, 0]
+    nextLine = startLine
+    oldParentType = state.parentType
+    state.parentType = "list"
+    while nextLine < endLine:
+        pos = posAfterMarker
+        maximum = eMarks[nextLine]
+        initial = offset = sCount[nextLine] + posAfterMarker - (bMarks[startLine]
+                                                                + tShift[startLine])
+        while pos < maximum:
+            ch = src[pos]
+            if ch == "\t":
+                offset += 4 - (offset + state.bsCount[nextLine]) % 4
+            elif ch == " ":
+                offset += 1
+            else:
+                break
+            pos += 1
+        contentStart = pos
+        # trimming space in "-    \n  3" case, indent is 1 here
+        indentAfterMarker = 1 if contentStart >= maximum else offset - initial
+        # If we have more than 4 spaces, the indent is 1 (the rest is indented code)
+        if indentAfterMarker > 4:
+            indentAfterMarker = 1
+        indent = initial + indentAfterMarker
+
+        # Run subparser & write tokens
+        state.push("list_item_open", "li", 1).map = itemLines = [startLine, 0]
+        oldTight = state.tight
+        oldTShift = tShift[startLine]
+        oldSCount = sCount[startLine]
+        oldListIndent = state.listIndent
+        state.listIndent = state.blkIndent
+        state.blkIndent = indent
+        state.tight = True
+        tShift[startLine] = contentStart - bMarks[startLine]
+        sCount[startLine] = offset
+        if contentStart >= maximum and state.isEmpty(startLine + 1):
+            # an empty item followed by an empty line ends the list
+            state.line = min(state.line + 2, endLine)
+        else:
+            state.md.block.tokenize(state, startLine, endLine)
+        state.blkIndent = state.listIndent
+        state.listIndent = oldListIndent
+        tShift[startLine] = oldTShift
+        sCount[startLine] = oldSCount
+        state.tight = oldTight
+        state.push("list_item_close", "li", -1)
+
+        nextLine = startLine = state.line
+        itemLines[1] = nextLine
+        if nextLine >= endLine:
+            break
+        # Is the list terminated or continued?
+        if sCount[nextLine] < state.blkIndent:
+            break
+        if sCount[nextLine] - state.blkIndent >= 4:
+            break
+        pos, maximum = bMarks[nextLine] + tShift[nextLine], eMarks[nextLine]
+        if pos < maximum and any(rule(state, nextLine, endLine, True)
+                                 for rule in _LIST_BY_CHAR.get(src[pos], ())):
+            break
+        # fail if the list has another type
+        posAfterMarker = _marker_end(src, pos, maximum, isOrdered)
+        if posAfterMarker < 0 or markerChar != src[posAfterMarker - 1]:
+            break
+
+    state.push("ordered_list_close" if isOrdered else "bullet_list_close",
+               "ol" if isOrdered else "ul", -1)
+    listLines[1] = nextLine
+    state.line = nextLine
+    state.parentType = oldParentType
+    return True
+
+
+#: a thematic break after its first marker: two more of it, among spaces and tabs
+_HR_REST = {m: re.compile(rf"[ \t]*(?:{re.escape(m)}[ \t]*){{2,}}") for m in "*-_"}
+
+
+def hr(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's `hr` (thematic break), the line matched by a regex."""
+    if state.sCount[startLine] - state.blkIndent >= 4:
+        return False
+    pos = state.bMarks[startLine] + state.tShift[startLine]
+    maximum = state.eMarks[startLine]
+    if pos >= maximum:
+        return False
+    rest = _HR_REST.get(state.src[pos])
+    if rest is None or not rest.fullmatch(state.src, pos + 1, maximum):
+        return False
+    if silent:
+        return True
+    state.line = startLine + 1
+    state.push("hr", "hr", 0).map = [startLine, state.line]
+    return True
+
+
+#: an ATX heading's opening: one to six `#`, then a space, a tab or the line's end
+_ATX = re.compile(r"#{1,6}(?=[ \t]|\Z)")
+
+
+def heading(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's ATX `heading`: the same tokens, but for the markup string."""
+    if state.sCount[startLine] - state.blkIndent >= 4:
+        return False
+    src = state.src
+    m = _ATX.match(src, state.bMarks[startLine] + state.tShift[startLine],
+                   state.eMarks[startLine])
+    if not m:
+        return False
+    if silent:
+        return True
+    # Let's cut tails like '    ###  ' from the end of string
+    content = src[m.end():state.eMarks[startLine]].rstrip(" \t")
+    cut = content.rstrip("#")
+    if cut and cut[-1] in " \t":
+        content = cut
+    level = m.end() - m.start()
+    state.line = startLine + 1
+    state.push("heading_open", "h" + str(level), 1).map = [startLine, state.line]
+    token = state.push("inline", "", 0)
+    token.content = mdTrim(content)
+    token.map = [startLine, state.line]
+    token.children = []
+    state.push("heading_close", "h" + str(level), -1)
+    return True
+
+
+def code(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's indented `code` block: the same line map, without the content."""
+    sCount, blkIndent = state.sCount, state.blkIndent
+    if sCount[startLine] - blkIndent < 4:
+        return False
+    last = nextLine = startLine + 1
+    while nextLine < endLine:
+        if state.bMarks[nextLine] + state.tShift[nextLine] >= state.eMarks[nextLine]:
+            nextLine += 1  # an empty line
+        elif sCount[nextLine] - blkIndent >= 4:
+            nextLine += 1
+            last = nextLine
+        else:
+            break
+    state.line = last
+    state.push("code_block", "code", 0).map = [startLine, state.line]
+    return True
+
+
+def fence(state, startLine: int, endLine: int, silent: bool) -> bool:
+    """markdown-it's `fence` (its default `make_fence_rule()`): the same line map, without
+    the content and info string."""
+    src, bMarks, eMarks, tShift, sCount = (state.src, state.bMarks, state.eMarks, state.tShift,
+                                           state.sCount)
+    if sCount[startLine] - state.blkIndent >= 4:
+        return False
+    pos = bMarks[startLine] + tShift[startLine]
+    maximum = eMarks[startLine]
+    if pos + 3 > maximum:
+        return False
+    marker = src[pos]
+    if marker != "~" and marker != "`":
+        return False
+    mem = pos
+    pos = state.skipCharsStr(pos, marker)
+    length = pos - mem
+    if length < 3:
+        return False
+    if marker == "`" and "`" in src[pos:maximum]:  # no backtick in a backtick fence's info
+        return False
+    if silent:
+        return True
+    haveEndMarker = False
+    nextLine = startLine
+    while True:
+        nextLine += 1
+        if nextLine >= endLine:
+            # unclosed block should be autoclosed by end of document (or of its parent)
+            break
+        pos = mem = bMarks[nextLine] + tShift[nextLine]
+        maximum = eMarks[nextLine]
+        if pos < maximum and sCount[nextLine] < state.blkIndent:
+            # non-empty line with negative indent should stop the list
+            break
+        if pos >= len(src):
+            break
+        if src[pos] != marker:
+            continue
+        if sCount[nextLine] - state.blkIndent >= 4:
+            continue
+        pos = state.skipCharsStr(pos, marker)
+        if pos - mem < length:  # a closing fence is at least as long as the opening one
+            continue
+        if state.skipSpaces(pos) < maximum:  # only spaces after it
+            continue
+        haveEndMarker = True
+        break
+    state.line = nextLine + (1 if haveEndMarker else 0)
+    state.push("fence", "code", 0).map = [startLine, state.line]
     return True
 
 

@@ -8,7 +8,6 @@ are tested, in exactly one place.
 from __future__ import annotations
 
 import codecs
-import re
 from bisect import bisect_right
 from itertools import accumulate, count
 from operator import add
@@ -16,7 +15,7 @@ from operator import add
 from .errors import ParseError
 
 # Control characters other than tab, newline, form feed and carriage return.
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f]")
+_CONTROL = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20)])
 _SNIFF = 8192
 
 
@@ -27,7 +26,9 @@ def looks_binary(data: bytes) -> bool:
         return False
     if b"\x00" in head:
         return True
-    return len(_CONTROL.findall(head)) > max(8, len(head) // 100)
+    # their count, as the length that deleting them takes off (one C-level pass; a regex
+    # `findall` costs ~40 µs for the 8 KB, on every document)
+    return len(head) - len(head.translate(None, _CONTROL)) > max(8, len(head) // 100)
 
 
 def decode(data: bytes, source: str, *, check_binary: bool = True) -> tuple[str, list[str]]:

@@ -1,8 +1,10 @@
 """The faster markdown-it rules (`chunkwise.parsers.markdown_rules`) give exactly the sections
-that markdown-it-py's own rules give: on the fixtures, on the shared corpus, and on generated
-documents built from the line shapes where block rules interact (paragraphs interrupted
-without a blank line, setext underlines, lazy continuations, tabs, nested lists and quotes,
-tables with escaped pipes or missing cells)."""
+that markdown-it-py's own rules give, and the same block tokens (type, line map, level; but
+those the fast rules do not build: inline content and table cells): on the fixtures, on the
+shared corpus, and on generated documents built from the line shapes where block rules
+interact (paragraphs interrupted without a blank line, setext underlines, lazy
+continuations, tabs, nested lists and quotes, tables with escaped pipes or missing cells,
+list markers of every kind, fences and thematic breaks)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it.rules_block import StateBlock
+from markdown_it.token import Token
 
 from chunkwise.parsers import markdown
 from chunkwise.parsers.markdown_rules import State
@@ -28,10 +31,46 @@ LINES = [
     "  > quoted in list", "[ref]: http://example.com", "Title\twith tab", "\t", " \t ",
     "\t\t- tabbed item",
 ]
+#: line shapes for lists: markers of every kind, indents, tabs, empty items, what can
+#: interrupt or continue an item (and ATX headings, thematic breaks and fences)
+LIST_LINES = [
+    "- a", "* b", "+ c", "-", "-   ", "*", "1.", "1. one", "2. two", "3) three", "1) paren",
+    "0. zero", "7. seven", "123456789. nine digits", "1234567890. ten digits", "1.x",
+    "  - two", "   - three", "    - four", "     - five", "      - six", "\t- tab",
+    "  \t- mixed", "-\ttab after", "1.\ttab after", "-     five after", "- \t tab and space",
+    "  continued", "    continued four", "    2. four", "lazy text", "", "", "", "> - quoted item",
+    "> 1. quoted", ">   - quoted nested", "> lazy", "    code", "```", "``` x`y", "~~~",
+    "````", "   ```", "`` two", "~~ two", "# head", "#", "####### seven", "## closed ##", "# trailing #x", "# hash#", "# #",
+    "#\ttab", "- # heading item", "- ```", "- > quote in item", "- - nested", "1. - mixed",
+    "- 1. mixed", "---", "- - -", "* * *", "_ _ _", "***", "**", "-- -", "*\t*\t*", "--- x",
+    "Para", "  1. indented", "2.no space", "-x", "<div>", "| a | b |", "|---|---|",
+    "Setext", "===", "  ", "\t", " \t ", "- [ ] task",
+]
 
 
 def sections(text: str, *, fast: bool):
     return markdown.parse(text.encode(), source="x.md", _fast=fast).sections
+
+
+def block_tokens(text: str, *, fast: bool) -> list[tuple]:
+    """(type, map, level, nesting, heading text) of each block token, but inline content
+    and table cells (the fast rules do not build them; a heading's text they do)."""
+    md = markdown._markdown(fast)
+    state = State(text, md) if fast else StateBlock(text, md, {}, [])
+    md.block.tokenize(state, 0, state.lineMax)
+    out, prev = [], Token("", "", 0)
+    for tok in state.tokens:
+        if tok.type == "inline" and prev.type == "heading_open":
+            out.append(("heading text", tok.content))
+        elif tok.type not in ("inline", "th_open", "th_close", "td_open", "td_close"):
+            out.append((tok.type, tok.map, tok.level, tok.nesting))
+        prev = tok
+    return out
+
+
+def assert_same(text: str) -> None:
+    assert block_tokens(text, fast=True) == block_tokens(text, fast=False)
+    assert sections(text, fast=True) == sections(text, fast=False)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -40,8 +79,27 @@ def sections(text: str, *, fast: bool):
 @example(["Some words here", "a | b", "--|--", "c | d", "> quote", "| x |"], False)
 @example(["Title", "===", "text", "---", "- item", "Some words here", "# Heading"], True)
 def test_generated_documents_parse_the_same(lines, final_newline):
-    text = "\n".join(lines) + ("\n" if final_newline else "")
-    assert sections(text, fast=True) == sections(text, fast=False)
+    assert_same("\n".join(lines) + ("\n" if final_newline else ""))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LIST_LINES), min_size=1, max_size=30), st.booleans())
+@example(["1. a", "", "3. b", "Para", "2. no", "1. yes"], True)  # start numbers
+@example(["- a", "  - b", "   - c", "    - d", "     - e"], False)  # a continuation
+@example(["-", "", "  foo"], True)  # an empty item then a blank line ends the list
+@example(["> - a", "> - b", "lazy", "- c"], True)
+@example(["123456789. a", "", "    2. b"], True)  # indented code, not the next item
+def test_generated_lists_parse_the_same(lines, final_newline):
+    assert_same("\n".join(lines) + ("\n" if final_newline else ""))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LIST_LINES), min_size=1, max_size=12),
+       st.lists(st.sampled_from(["", "> ", "  ", "    ", "\t", "- ", "1. ", "> - "]),
+                min_size=1, max_size=12))
+def test_generated_nested_blocks_parse_the_same(lines, prefixes):
+    """The same lines with prefixes that nest them (quotes, items, indents)."""
+    assert_same("\n".join(p + line for p, line in zip(prefixes * len(lines), lines)))
 
 
 @settings(max_examples=200, deadline=None)
@@ -67,6 +125,8 @@ def test_real_documents_parse_the_same(path):
     fast = markdown.parse(text, source=str(path))
     assert fast.sections == markdown.parse(text, source=str(path), _fast=False).sections
     assert len(fast.sections) > 0
+    decoded = fast.text
+    assert block_tokens(decoded, fast=True) == block_tokens(decoded, fast=False)
 
 
 def test_unknown_rule_chains_keep_markdown_its_rules():
