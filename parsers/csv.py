@@ -133,11 +133,32 @@ def _sniff(text: str, name: str) -> _Dialect:
     cut = len(sample) < len(text)
     scores = {d: _consistency(sample, _Dialect(delimiter=d, quotechar=quote), cut=cut)
               for d in _DELIMITERS}
+    if quote in sample:  # a reading that leaves stray quotes is the wrong one
+        for d in _DELIMITERS:
+            if scores[d][0] and _stray_quotes(sample, _Dialect(delimiter=d, quotechar=quote)):
+                scores[d] = (-1.0, scores[d][1])
     best = max(_DELIMITERS, key=lambda d: scores[d])  # ties: the order of _DELIMITERS
     if sniffed is not None and sniffed.delimiter in scores and \
             scores[sniffed.delimiter] >= scores[best]:
         best = sniffed.delimiter
     return _Dialect(delimiter=best, quotechar=quote, skipinitialspace=space)
+
+
+def _stray_quotes(sample: str, dialect: _Dialect) -> bool:
+    """Whether reading `sample` with `dialect` finds a quote character that neither opens a
+    field nor closes one (`a"b`, `"a"b`): what csv.writer never writes, and what a wrong
+    delimiter makes of quoted fields that hold the right one or a newline."""
+    field = _compiled(dialect)[0]
+    quote, pos, n = dialect.quotechar, 0, len(sample)
+    while pos < n:
+        end = field.match(sample, pos).end()
+        if sample.find(quote, pos, end) != -1:
+            body = sample[pos:end].lstrip(" ") if dialect.skipinitialspace else sample[pos:end]
+            if not body.startswith(quote) or (end < n and not body.endswith(quote)) \
+                    or len(body) == 1:
+                return True
+        pos = end + 1
+    return False
 
 
 def _cut(text: str, size: int) -> str:

@@ -94,6 +94,7 @@ _cell = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc")),
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.lists(_cell, min_size=2, max_size=5), min_size=1, max_size=12))
 @example([["", "|", "\n"], ["", "", "", ""]])  # a quoted newline once made "|" look consistent
+@example([["", "", "", "\n|"], ["", "", ""], ["", "", "", "", "\n|"]])  # and then again
 def test_records_agree_with_csv_reader(table):
     """Any table csv.writer writes (quotes, delimiters, newlines in cells) is read back with
     the same record spans and cell values as csv.reader."""
