@@ -51,3 +51,16 @@ def test_fitting_encodes_the_document_about_once(monkeypatch):
         _tiktoken_builder.cache_clear()
     assert len(pieces) > 100
     assert sum(encoded) < 1.2 * len(doc.text)
+
+
+def test_a_split_paragraph_is_cut_into_even_pieces_not_a_small_tail():
+    """Ten equal sentences, three to a chunk at most: 3+3+2+2, not 3+3+3+1 (a one-sentence
+    tail embeds as a near-empty chunk that matches every query)."""
+    sentence = "The quick brown fox jumps over the lazy dog near the river bank today. "
+    doc = parse_bytes((sentence * 10).encode(), source="p.txt")
+    sizer = get_sizer("cl100k_base")
+    one = sizer.count(sentence.strip())
+    pieces = Fitter(sizer, 3 * one + 2).fit(doc)
+    counts = [doc.text[p.start:p.end].count("fox") for p in pieces]
+    assert sum(counts) == 10 and max(counts) <= 3
+    assert len(pieces) == 4 and max(counts) - min(counts) <= 1, counts

@@ -90,6 +90,13 @@ class _Unit:
         self.start, self.end, self.est, self.node, self.level = start, end, est, node, level
 
 
+def _takes(total: int, more: int, target: float, budget: int) -> bool:
+    """Whether a chunk of `total` tokens takes the next unit (`more` tokens): it must fit the
+    budget and, past `target`, land nearer to it than the chunk is without the unit."""
+    grown = total + more
+    return grown <= budget and (grown <= target or grown - target < target - total)
+
+
 class Fitter:
     """Fits one document at a time; holds per-document memos only while fitting."""
 
@@ -193,11 +200,17 @@ class Fitter:
         over, budget = self.sizer.overhead, self.budget
         stop = self._stops(units)
         i, n = 0, len(units)
+        rest = self._rest(units) if self._balanced(units) else None
         while i < n:
             tstart, _ = self._trim(units[i].start, units[i].end)
             _, ccost = self._context(chain, chain[-1], tstart)
+            limit = budget
+            if rest is not None and over + ccost + rest[i] > budget:
+                room = max(1, budget - over - ccost)
+                limit = over + ccost + rest[i] / -(-rest[i] // room)
             total, j = over + ccost, i
-            while j < n and (j == i or not stop[j]) and total + units[j].est - over <= budget:
+            while j < n and (_takes(total, units[j].est - over, budget if j == i else limit,
+                                    budget) and (j == i or not stop[j])):
                 total += units[j].est - over
                 j += 1
             if j == i and units[i].est - over + ccost <= budget * 1.25:
@@ -219,7 +232,7 @@ class Fitter:
                 continue
             # estimates run high: take more whole units while the exact count allows
             while (cand is not None and j < n and not stop[j]
-                   and cand.tokens + units[j].est - over <= budget):
+                   and _takes(cand.tokens, units[j].est - over, limit, budget)):
                 bigger = self._measure(units, i, j + 1, chain)
                 if bigger is None or bigger.tokens > budget:
                     break
@@ -230,6 +243,23 @@ class Fitter:
                 plan.append(("emit", self._piece(cand, units, i, j)))
             i = j
         return plan
+
+    def _balanced(self, units: list[_Unit]) -> bool:
+        """Whether `_pack` balances the sizes of its chunks (hook; here always): the units
+        up to the next one that must be split are cut into the fewest chunks that hold
+        them, of about equal size, rather than filled greedily up to a small tail (which
+        embeds as a near-empty chunk that matches every query)."""
+        return True
+
+    def _rest(self, units: list[_Unit]) -> list[int]:
+        """For each unit, the estimated tokens (without overhead) of it and the units after
+        it up to the next unit too big to share a chunk."""
+        over, out, acc = self.sizer.overhead, [0] * len(units), 0
+        for k in range(len(units) - 1, -1, -1):
+            size = units[k].est - over
+            acc = 0 if size > self.budget else acc + size
+            out[k] = acc
+        return out
 
     def _stops(self, units: list[_Unit]) -> list[bool]:
         """For each unit, whether a chunk must start there (hook; none here)."""

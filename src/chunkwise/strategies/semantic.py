@@ -196,6 +196,9 @@ class _SemanticFitter(Fitter):
         # level 2 = sentences, so a sentence that does not fit is split at words
         return self._pack([_Unit(s, e, c, None, 2) for (s, e), c in zip(spans, ests)], chain, glue)
 
+    def _balanced(self, units: list[_Unit]) -> bool:
+        return False  # cuts follow the distance peaks instead
+
     def _gaps(self, units: list[_Unit]) -> list[tuple[float, bool] | None]:
         """For each unit, the (distance, is breakpoint) of the sentence boundary before it, or
         None where there is none (first unit, code, tables, a cut inside a sentence)."""
