@@ -18,8 +18,10 @@ Work is driven by an explicit stack (no recursion), so deeply nested documents a
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from itertools import accumulate
+from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import Sizer, limit_tokens
@@ -205,9 +207,10 @@ class Fitter:
             tstart, _ = self._trim(units[i].start, units[i].end)
             _, ccost = self._context(chain, chain[-1], tstart)
             limit = budget
-            if rest is not None and over + ccost + rest[i] > budget:
-                room = max(1, budget - over - ccost)
-                limit = over + ccost + rest[i] / -(-rest[i] // room)
+            if rest is not None:
+                left = rest(i)
+                if over + ccost + left > budget:
+                    limit = over + ccost + left / -(-left // max(1, budget - over - ccost))
             total, j = over + ccost, i
             while j < n and (_takes(total, units[j].est - over, budget if j == i else limit,
                                     budget) and (j == i or not stop[j])):
@@ -251,15 +254,21 @@ class Fitter:
         embeds as a near-empty chunk that matches every query)."""
         return True
 
-    def _rest(self, units: list[_Unit]) -> list[int]:
-        """For each unit, the estimated tokens (without overhead) of it and the units after
-        it up to the next unit too big to share a chunk."""
-        over, out, acc = self.sizer.overhead, [0] * len(units), 0
-        for k in range(len(units) - 1, -1, -1):
-            size = units[k].est - over
-            acc = 0 if size > self.budget else acc + size
-            out[k] = acc
-        return out
+    def _rest(self, units: list[_Unit]) -> Callable[[int], int]:
+        """`rest(i)`: the estimated tokens (without overhead) of unit i and the units after
+        it up to the next unit too big to share a chunk (asked once per chunk, so the work
+        per unit is done by C loops)."""
+        over, budget = self.sizer.overhead, self.budget
+        sizes = [u.est - over for u in units]
+        upto = list(accumulate(sizes, initial=0))
+        big = [k for k, size in enumerate(sizes) if size > budget]
+        big.append(len(units))
+
+        def rest(i: int) -> int:
+            stop = big[bisect_left(big, i)]
+            return upto[stop] - upto[i] if stop > i else 0
+
+        return rest
 
     def _stops(self, units: list[_Unit]) -> list[bool]:
         """For each unit, whether a chunk must start there (hook; none here)."""
