@@ -131,11 +131,11 @@ def _sniff(text: str, name: str) -> _Dialect:
         quote = "'"
     space = bool(sniffed and sniffed.skipinitialspace)
     cut = len(sample) < len(text)
-    scores = {d: _consistency(sample, _Dialect(delimiter=d, quotechar=quote), cut=cut)
-              for d in _DELIMITERS}
+    dialects = {d: _Dialect(delimiter=d, quotechar=quote) for d in _DELIMITERS}
+    scores = {d: _consistency(sample, dialects[d], cut=cut) for d in _DELIMITERS}
     if quote in sample:  # a reading that leaves stray quotes is the wrong one
         for d in _DELIMITERS:
-            if scores[d][0] and _stray_quotes(sample, _Dialect(delimiter=d, quotechar=quote)):
+            if scores[d][0] and _stray_quotes(sample, dialects[d]):
                 scores[d] = (-1.0, scores[d][1])
     best = max(_DELIMITERS, key=lambda d: scores[d])  # ties: the order of _DELIMITERS
     if sniffed is not None and sniffed.delimiter in scores and \

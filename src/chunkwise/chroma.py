@@ -643,18 +643,14 @@ def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
     docs: list[str | None] = []
     metas: list[Any] = []
     blocks = []
-    offset = 0
-    while True:
-        got = with_retries(lambda: col.get(include=["documents", "metadatas", "embeddings"],
-                                           limit=page, offset=offset), "read", RETRY_DELAYS)
+    for got in _pages(lambda offset: with_retries(
+            lambda: col.get(include=["documents", "metadatas", "embeddings"], limit=page,
+                            offset=offset), "read", RETRY_DELAYS), page):
         ids += got["ids"]
         docs += got["documents"]
         metas += got["metadatas"]
         if len(got["ids"]):
             blocks.append(np.asarray(got["embeddings"], dtype=np.float32))
-        if len(got["ids"]) < page:
-            break
-        offset += page
     if not ids:
         return [[] for _ in texts]
     stored = np.concatenate(blocks)
@@ -735,10 +731,17 @@ def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = N
     """(id, document, metadata) of every record, paged; for exports and tests."""
     c = connect(client=client, db_path=db_path, host=host, port=port, create=False)
     col = _open_for_query(c, collection, RETRY_DELAYS)
+    for got in _pages(lambda offset: col.get(include=["documents", "metadatas"], limit=page,
+                                             offset=offset), page):
+        yield from zip(got["ids"], got["documents"], (m or {} for m in got["metadatas"]))
+
+
+def _pages(fetch: Callable[[int], Any], page: int) -> Iterator[Any]:
+    """`fetch(offset)` for offset 0, page, 2 * page, … up to the first short page."""
     offset = 0
     while True:
-        got = col.get(include=["documents", "metadatas"], limit=page, offset=offset)
-        yield from zip(got["ids"], got["documents"], (m or {} for m in got["metadatas"]))
+        got = fetch(offset)
+        yield got
         if len(got["ids"]) < page:
             return
         offset += page

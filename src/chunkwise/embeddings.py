@@ -330,6 +330,8 @@ def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
     salt = embedder.identity.encode() + b"\0"
 
     def embed(texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, 0), dtype=np.float32)
         keys = [hashlib.sha256(salt + t.encode("utf-8", "surrogatepass")).digest()
                 for t in texts]
         found: dict[bytes, np.ndarray] = {}
@@ -347,8 +349,6 @@ def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                                [(k, v.tobytes()) for k, v in zip(todo, fresh)])
             found.update(zip(todo, fresh))
-        if not keys:
-            return np.empty((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys])
 
     return Embedder(identity=embedder.identity, embed=embed, spec=embedder.spec,

@@ -589,6 +589,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     text is embedded once across strategies and runs."""
     from .api import STRATEGIES, Chunker
     from .chroma import ingest
+    from .embeddings import cached_embedder, resolve_embedder
 
     ks = parse_ks(ks)
     names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
@@ -598,8 +599,6 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     if unknown:
         raise ConfigError(f"unknown strateg{'ies' if len(unknown) > 1 else 'y'} "
                           f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)}")
-    from .embeddings import cached_embedder, resolve_embedder
-
     embedder = resolve_embedder(embedder)
     if embed_cache is not None:
         embedder = cached_embedder(embedder, embed_cache)
