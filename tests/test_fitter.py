@@ -64,3 +64,51 @@ def test_a_split_paragraph_is_cut_into_even_pieces_not_a_small_tail():
     counts = [doc.text[p.start:p.end].count("fox") for p in pieces]
     assert sum(counts) == 10 and max(counts) <= 3
     assert len(pieces) == 4 and max(counts) - min(counts) <= 1, counts
+
+
+def _leaf_cuts(doc, pieces):
+    """(leaf, piece) for every piece that ends strictly inside a leaf section, the next piece
+    starting in the same leaf (a cut the fitter chose inside a leaf's text)."""
+    from chunkwise.structure import build_tree, walk
+
+    leaves = [(n, d) for n, d in walk(build_tree(doc)) if not n.children]
+    out = []
+    for p, nxt in zip(pieces, pieces[1:]):
+        leaf = next((n for n, _ in leaves if n.start <= p.start and nxt.end <= n.end), None)
+        if leaf is not None:
+            out.append((leaf, p))
+    return out
+
+
+def test_wrapped_prose_is_cut_at_sentence_ends_not_at_line_ends():
+    """Alice is hard-wrapped at 70 columns: a line end inside a paragraph is not a boundary.
+    Every cut inside a paragraph falls after a whole sentence; only a sentence longer than
+    the budget is cut inside (a piece then lies within that one sentence, or within the
+    heading glued to it and it)."""
+    from chunkwise.strategies.sentences import sentence_spans
+
+    doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
+    pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
+    cuts = _leaf_cuts(doc, pieces)
+    at_sentence = 0
+    for leaf, p in cuts:
+        spans = sentence_spans(doc.text, leaf.own_start, leaf.end)
+        spans[0] = (leaf.start, spans[0][1])  # a heading stays with its first sentence
+        if p.end in {e for _, e in spans}:
+            at_sentence += 1
+        else:  # inside an overlong sentence: the whole piece is in it
+            assert any(s <= p.start and p.end <= e for s, e in spans), doc.text[p.start:p.end]
+    assert at_sentence > 100, (at_sentence, len(cuts))
+
+
+def test_code_is_still_cut_at_line_ends():
+    """Code keeps lines before sentences: a cut inside a code block ends a line, even where
+    a line holds `. ` (which would end a sentence in prose)."""
+    lines = [f"    value_{i} = compute(item_{i}). Then store it in slot {i}. Done now." for i in range(40)]
+    doc = parse_bytes(("# Code\n\n```python\n" + "\n".join(lines) + "\n```\n").encode(),
+                      source="c.md")
+    pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
+    cuts = _leaf_cuts(doc, pieces)
+    assert len(cuts) > 5
+    for _, p in cuts:
+        assert doc.text[p.end] == "\n", repr(doc.text[p.end - 20:p.end + 5])

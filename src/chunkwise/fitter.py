@@ -4,7 +4,8 @@ Packing works on *units* (the tiled children of a node, or pieces of a leaf's te
 consecutive units are merged while their estimated size fits; the merge is then counted
 exactly on the embed text (context included) and shrunk if the estimate was optimistic. A
 unit that does not fit alone is split at its own children, or, for a leaf, at blank lines,
-then lines, sentences, words and finally characters.
+then sentences (lines first in code and tables, see `chunkwise.splitting`), words and
+finally characters.
 
 Counting goes through a `SpanCounter` (see `tokenindex`). For the built-in tokenizers it is an
 index from one pass over the document: the estimates of a node's children are one vectorised
@@ -25,17 +26,12 @@ from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import Sizer, limit_tokens
+from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
 
-# Leaf split levels, coarsest first; each pattern matches the separator after a piece.
-_SEPARATORS = (
-    re.compile(r"\n[ \t]*\n\s*"),  # paragraphs
-    re.compile(r"\n\s*"),  # lines
-    re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？])\s*"),  # sentences
-    re.compile(r"\s+"),  # words
-)
-_CHARS = len(_SEPARATORS)
+#: leaf split levels below this one are characters
+_CHARS = len(PROSE_LEVELS)
 _NONSPACE = re.compile(r"\S")
 _STRUCTURAL = frozenset({"document", "section"})
 #: a character-level piece is never longer than this many characters per budget token
@@ -182,9 +178,10 @@ class Fitter:
         a, b = self._trim(a, b)
         if a >= b:
             return []
+        levels = PROSE_LEVELS if is_prose(self.doc.format, (n.kind for n in chain)) \
+            else LINED_LEVELS
         while level < _CHARS:
-            cuts = [m.end() for m in _SEPARATORS[level].finditer(self.text, a, b)]
-            cuts = [c for c in cuts if a < c < b and c > glue]
+            cuts = [c for c in levels[level](self.text, a, b) if c > glue]
             if cuts:
                 bounds = [a, *cuts, b]
                 ests = self.counter.estimates(bounds)

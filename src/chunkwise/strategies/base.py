@@ -11,44 +11,18 @@ exactly on its embed text, shrunk when over.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from typing import Callable, Sequence
 
 from ..fitter import Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
 from ..sizing import Sizer, limit_tokens
+from ..splitting import Splitter
 from ..structure import Node, build_tree
-from .sentences import sentence_cuts
 
-#: a function giving the offsets strictly inside (start, end) where a text may be cut
-Splitter = Callable[[str, int, int], list[int]]
-
-#: section kinds that are not prose: no sentence splitting, no embedding
-NON_PROSE = frozenset({
-    "code", "table", "row", "header", "cell", "rows", "front_matter", "html", "rule",
-    "function", "class", "method", "statement", "imports", "comment", "module_docstring",
-})
-NON_PROSE_FORMATS = frozenset({"python", "csv"})
 _STRUCTURAL = frozenset({"document", "section"})
 #: a character-level piece is never longer than this many characters per budget token
 _MAX_CHARS_PER_TOKEN = 32
-
-
-def regex_splitter(pattern: str) -> Splitter:
-    """Cut after every match of `pattern` (the separator stays with the piece before it)."""
-    rx = re.compile(pattern)
-
-    def split(text: str, a: int, b: int) -> list[int]:
-        return [m.end() for m in rx.finditer(text, a, b) if a < m.end() < b]
-
-    return split
-
-
-PARAGRAPHS = regex_splitter(r"\n[ \t]*\n\s*")
-LINES = regex_splitter(r"\n\s*")
-SENTENCES: Splitter = sentence_cuts
-WORDS = regex_splitter(r"\s+")
 
 
 class SectionIndex:

@@ -23,8 +23,8 @@ from ..errors import ConfigError
 from ..fitter import Fitter, Piece
 from ..model import ParsedDocument
 from ..sizing import Sizer
-from .base import (LINES, NON_PROSE, NON_PROSE_FORMATS, SENTENCES, WORDS, SectionIndex,
-                   SpanPacker, trim)
+from ..splitting import LINES, SENTENCES, WORDS, is_prose
+from .base import SectionIndex, SpanPacker, trim
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class LLMStrategy:
         """Sentences of a structure chunk (lines in code and tables), each small enough to
         be a chunk on its own."""
         text = index.text
-        if NON_PROSE.intersection(p.kinds) or index.doc.format in NON_PROSE_FORMATS:
+        if not is_prose(index.doc.format, p.kinds):
             bounds = [p.start, *LINES(text, p.start, p.end), p.end]
             spans = [trim(text, a, b) for a, b in zip(bounds, bounds[1:])]
             spans = [(a, b) for a, b in spans if a < b]

@@ -31,8 +31,8 @@ import numpy as np
 from ..fitter import Fitter, Piece, _Candidate, _Unit
 from ..model import ParsedDocument
 from ..sizing import Sizer
+from ..splitting import NON_PROSE, NON_PROSE_FORMATS, WORD_LEVEL
 from ..structure import Node, build_tree
-from .base import NON_PROSE, NON_PROSE_FORMATS
 from .sentences import sentence_spans
 
 log = logging.getLogger(__name__)
@@ -189,12 +189,12 @@ class _SemanticFitter(Fitter):
         starts = self._starts
         cuts = [c for c in starts[bisect_left(starts, a):bisect_left(starts, b)] if a < c and c > glue]
         if not cuts:  # one sentence (or a heading and one): words next
-            return super()._plan_text(a, b, 3, chain, glue)
+            return super()._plan_text(a, b, WORD_LEVEL, chain, glue)
         bounds = [a, *cuts, b]
         spans = list(zip(bounds, bounds[1:]))
         ests = self.sizer.count_many([self.text[s:e].strip() for s, e in spans])
-        # level 2 = sentences, so a sentence that does not fit is split at words
-        return self._pack([_Unit(s, e, c, None, 2) for (s, e), c in zip(spans, ests)], chain, glue)
+        # units one level above words, so a sentence that does not fit is split at words
+        return self._pack([_Unit(s, e, c, None, WORD_LEVEL - 1) for (s, e), c in zip(spans, ests)], chain, glue)
 
     def _balanced(self, units: list[_Unit]) -> bool:
         return False  # cuts follow the distance peaks instead

@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..fitter import Piece
 from ..model import ParsedDocument
 from ..sizing import Sizer, token_starts
-from .base import LINES, PARAGRAPHS, SENTENCES, WORDS, SectionIndex, SpanPacker, split_chars, trim
+from ..splitting import LINES, PARAGRAPHS, SENTENCES, WORDS
+from .base import SectionIndex, SpanPacker, split_chars, trim
 
 
 def plan_sentence(doc: ParsedDocument, sizer: Sizer, budget: int) -> list[Piece]:

@@ -1,0 +1,62 @@
+"""Where a span of text may be cut, coarsest first: the splitters every chunker shares.
+
+A splitter gives the offsets strictly inside `(a, b)` where `text` may be cut (the separator
+stays with the piece before the cut). Two orders of them:
+
+- `LINED_LEVELS` (code, tables, CSV, front matter: a line is a unit of meaning): blank
+  lines, lines, sentences, words;
+- `PROSE_LEVELS` (everything else): blank lines, sentences, lines, words. Prose is mostly
+  hard-wrapped (PDF text, Project Gutenberg books, Markdown wrapped at 80 or 100 columns),
+  so a line end inside a paragraph is where the editor wrapped, not a boundary of meaning:
+  cutting there leaves half a sentence at each side. A sentence longer than what is left
+  of the budget still falls back to lines (verse, tables inside a PDF paragraph), then words.
+
+Sentences come from the offline splitter in `chunkwise.strategies.sentences` (abbreviations,
+decimals, URLs). Both orders have the same length and words at the same level, so a level
+index means the same depth in either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable
+
+from .strategies.sentences import sentence_cuts
+
+#: a function giving the offsets strictly inside (start, end) where a text may be cut
+Splitter = Callable[[str, int, int], list[int]]
+
+#: section kinds that are not prose (a section under one of them is not prose either)
+NON_PROSE = frozenset({
+    "code", "table", "row", "header", "cell", "rows", "front_matter", "html", "rule",
+    "function", "class", "method", "statement", "imports", "comment", "module_docstring",
+})
+#: formats with no prose at all
+NON_PROSE_FORMATS = frozenset({"python", "csv"})
+
+
+def regex_splitter(pattern: str) -> Splitter:
+    """Cut after every match of `pattern` (the separator stays with the piece before it)."""
+    rx = re.compile(pattern)
+
+    def split(text: str, a: int, b: int) -> list[int]:
+        return [m.end() for m in rx.finditer(text, a, b) if a < m.end() < b]
+
+    return split
+
+
+PARAGRAPHS = regex_splitter(r"\n[ \t]*\n\s*")
+LINES = regex_splitter(r"\n\s*")
+SENTENCES: Splitter = sentence_cuts
+WORDS = regex_splitter(r"\s+")
+
+LINED_LEVELS: tuple[Splitter, ...] = (PARAGRAPHS, LINES, SENTENCES, WORDS)
+PROSE_LEVELS: tuple[Splitter, ...] = (PARAGRAPHS, SENTENCES, LINES, WORDS)
+#: the level of words in both orders (the last before characters)
+WORD_LEVEL = 3
+
+
+def is_prose(fmt: str, kinds: Iterable[str]) -> bool:
+    """Whether text of format `fmt` inside sections of these kinds (a leaf and its
+    ancestors) is prose."""
+    return fmt not in NON_PROSE_FORMATS and NON_PROSE.isdisjoint(kinds)
