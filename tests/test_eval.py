@@ -17,10 +17,10 @@ import pytest
 
 from chunkwise.cli import main
 from chunkwise.errors import ConfigError
-from chunkwise.eval import (QuestionsError, QuestionSet, UnitCounter, count_units, dcg,
-                            load_questions, locate_excerpt, match_sources, merge_spans, ndcg,
-                            parse_ks, reciprocal_rank, span_scores, summarise, _score,
-                            RetrievedChunk, Question)
+from chunkwise.eval import (EvalReport, QuestionsError, QuestionSet, UnitCounter, count_units,
+                            dcg, load_questions, locate_excerpt, match_sources, merge_spans, ndcg,
+                            paired_difference, parse_ks, per_question, reciprocal_rank,
+                            span_scores, summarise, _score, RetrievedChunk, Question)
 
 from conftest import CORPUS, FIXTURES
 
@@ -111,6 +111,38 @@ def test_score_and_summarise():
     assert m["ndcg@3"] == pytest.approx(
         (0.5 + (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3) + 0.5)) / 2)
     assert m["recall@3"] == 1.0  # only the question with a span counts
+
+
+def test_paired_difference():
+    a = [1.0, 0.5, 0.0, 1.0, 0.25, 0.0, 1.0, 0.5]
+    assert paired_difference(a, a) == (0.0, 0.0, 0.0)
+    shifted = [x - 0.1 for x in a]
+    d, lo, hi = paired_difference(a, shifted)
+    assert d == pytest.approx(0.1) and lo == pytest.approx(0.1) and hi == pytest.approx(0.1)
+    b = [0.0, 0.5, 1.0, 0.5, 0.25, 0.5, 0.0, 0.5]
+    d, lo, hi = paired_difference(a, b)
+    diffs = [x - y for x, y in zip(a, b)]
+    assert d == pytest.approx(sum(diffs) / len(diffs))
+    assert min(diffs) <= lo < d < hi <= max(diffs)
+    assert paired_difference(a, b) == (d, lo, hi)  # a fixed seed: repeatable
+    # a wider level gives a wider interval
+    _, lo99, hi99 = paired_difference(a, b, level=0.99)
+    assert lo99 <= lo and hi <= hi99
+    with pytest.raises(ValueError):
+        paired_difference(a, b[:-1])
+
+
+def test_per_question_values_follow_summarise():
+    chunks = [RetrievedChunk("a.md", 0, 50, 40, 0.2), RetrievedChunk("a.md", 50, 100, 50, 0.3)]
+    stored = [(0, 50), (50, 100)]
+    results = [_score(_q(start=60, end=70), "a.md", chunks, stored, (1, 3), None),
+               _score(_q(line=2), "a.md", chunks, stored, (1, 3), None)]
+    report = EvalReport("c", (1, 3), summarise(results, (1, 3)), results, 2, 10.0)
+    assert per_question(report, "mrr") == [0.5, 1.0]
+    assert sum(per_question(report, "mrr")) / 2 == pytest.approx(report.metrics["mrr"])
+    assert per_question(report, "iou@3") == [results[0].scores[3].iou]  # spanned only
+    with pytest.raises(ConfigError):
+        per_question(report, "ndcg@3")
 
 
 def test_parse_ks():
@@ -403,11 +435,15 @@ def test_eval_compare_on_small_corpus(tmp_path):
     assert row["chunks"] > 0 and 0 < row["mean_tokens"] <= 256
     assert row["metrics"]["source_hit@5"] == 1.0
     assert not list(tmp_path.glob("chunkwise-db*"))  # a temporary database, removed
-    done = run("eval", str(qfile), "--compare", "structure", "--corpus", str(corpus),
+    done = run("eval", str(qfile), "--compare", "structure,fixed", "--corpus", str(corpus),
                "--db", str(tmp_path / "cmp"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0].split()[:2] == ["strategy", "hit@1"]
-    assert done.stdout.splitlines()[1].startswith("structure")
+    out = done.stdout.splitlines()
+    assert out[0].split()[:2] == ["strategy", "hit@1"]
+    assert {out[1].split()[0], out[2].split()[0]} == {"structure", "fixed"}
+    # the first strategy listed against the other, question by question
+    assert out[4].startswith("structure minus each other strategy")
+    assert out[5].split()[:2] == ["fixed", "MRR"] and "IoU@5" in out[5]
     # vectors from the embedding cache rank exactly as freshly computed ones
     cache = tmp_path / "vectors.sqlite"
     for db in ("cmp2", "cmp3"):  # the first fills the cache, the second reads it

@@ -573,6 +573,51 @@ def summarise(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
     return out
 
 
+def per_question(report: EvalReport, metric: str) -> list[float]:
+    """One value per question of `metric`: `mrr` (the reciprocal rank, every question) or
+    `recall@k`, `precision@k`, `iou@k` (the questions with a reference span)."""
+    if metric == "mrr":
+        return [reciprocal_rank(r.relevant) for r in report.results]
+    name, _, k = metric.partition("@")
+    if name not in ("recall", "precision", "iou") or not k.isdigit():
+        raise ConfigError(f"no per-question values for metric {metric!r}")
+    return [getattr(r.scores[int(k)], name) for r in report.results if r.scores]
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], *, rounds: int = 10_000,
+                      level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of `a[i] - b[i]` over paired questions, and its percentile bootstrap interval
+    at `level`: the questions are resampled with replacement `rounds` times. The seed is
+    fixed, so the same results always give the same interval."""
+    import numpy as np
+
+    if len(a) != len(b):
+        raise ValueError(f"paired values differ in length: {len(a)} and {len(b)}")
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.size == 0:
+        return 0.0, 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    means = np.empty(rounds)
+    for lo in range(0, rounds, 1000):  # bounded memory: 1000 resamples at a time
+        n = min(1000, rounds - lo)
+        means[lo:lo + n] = d[rng.integers(0, d.size, size=(n, d.size))].mean(axis=1)
+    low, high = np.percentile(means, [50 * (1 - level), 50 * (1 + level)])
+    return float(d.mean()), float(low), float(high)
+
+
+def differences(reports: Sequence[EvalReport], reference: str,
+                metrics: Sequence[str]) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """For every strategy but `reference`: `reference` minus it on each metric, paired over
+    the questions, with a 95% bootstrap interval (see `paired_difference`)."""
+    by_name = {r.strategy or r.collection: r for r in reports}
+    if reference not in by_name:
+        raise ConfigError(f"reference strategy {reference!r} is not among those compared")
+    ref = by_name[reference]
+    return {name: {m: paired_difference(per_question(ref, m), per_question(r, m))
+                   for m in metrics}
+            for name, r in by_name.items() if name != reference}
+
+
 # -- comparing strategies -------------------------------------------------------------------
 def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: Sequence[str], *,
             ks: Sequence[int] = DEFAULT_KS, db_path: str | os.PathLike | None = None,
