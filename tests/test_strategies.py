@@ -502,3 +502,17 @@ def test_cli_semantic_and_llm_flags():
     assert p.returncode == 0, p.stderr
     assert p.stderr.count("\n") == 1  # the note; every answer was accepted
     assert json.loads(p.stdout.splitlines()[0])["text"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=".!?…。！？\"'”’»)]」』 \nabAB1", max_size=40))
+def test_sentence_terminator_pattern_matches_the_plain_one(text):
+    """The terminator regex is written for speed; it finds exactly what the plain pattern
+    `[.!?…]+[closers]*(?=\\s)|[。！？]+[CJK closers]*` finds."""
+    import re
+
+    from chunkwise.strategies import sentences
+
+    plain = re.compile(r"(?:[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+[」』”’)\]]*)")
+    assert ([m.span() for m in sentences._END.finditer(text)]
+            == [m.span() for m in plain.finditer(text)])
