@@ -6,6 +6,10 @@ line, a table's header row) joins the child that follows it, trailing text joins
 child. So a heading always travels with its content, and the fitter only ever deals with
 whole children. `chunkwise sections` prints these tiled spans, so what the fitter respects
 is exactly what anyone can check.
+
+A paragraph that ends with a colon ("Run the script from cron like this:") introduces the
+block after it, the way a heading does: it is attached to the start of the next sibling
+(unless that is a heading-led section) and the fitter never cuts between them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,12 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .model import ParsedDocument, Section
+from .splitting import NON_PROSE_FORMATS
+
+_LEAD_IN_KINDS = frozenset({"paragraph"})
+_LEAD_IN_ENDS = (":", "：")
+#: what a lead-in never attaches to: a heading starts its own section
+_NOT_INTRODUCED = frozenset({"section", "document"})
 
 
 class Node:
@@ -64,8 +74,33 @@ def build_tree(doc: ParsedDocument) -> Node:
         node = Node(start, end, s.level, s.kind, s.path or top.path, s.context, s.meta)
         top.children.append(node)
         stack.append(node)
+    if doc.format not in NON_PROSE_FORMATS:
+        _attach_lead_ins(root, doc.text)
     _tile(root)
     return root
+
+
+def _attach_lead_ins(root: Node, text: str) -> None:
+    """Merge every leaf paragraph ending with a colon into the sibling after it (unless that
+    is a heading-led section): the sibling then starts where the paragraph did, its
+    `own_start` unchanged, so the paragraph is glued to its start like a heading."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        kids = node.children
+        if len(kids) > 1:
+            kept: list[Node] = []
+            for kid in reversed(kids):  # back to front: two lead-ins in a row both attach
+                nxt = kept[-1] if kept else None
+                if (nxt is not None and not kid.children and kid.kind in _LEAD_IN_KINDS
+                        and nxt.kind not in _NOT_INTRODUCED
+                        and text[kid.start:kid.end].rstrip().endswith(_LEAD_IN_ENDS)):
+                    nxt.start = kid.start
+                    continue
+                kept.append(kid)
+            kept.reverse()
+            node.children = kept
+        todo.extend(node.children)
 
 
 def _clip(s: Section, n: int) -> tuple[int, int]:
