@@ -94,13 +94,20 @@ def _attach_lead_ins(root: Node, text: str) -> None:
                 nxt = kept[-1] if kept else None
                 if (nxt is not None and not kid.children and kid.kind in _LEAD_IN_KINDS
                         and nxt.kind not in _NOT_INTRODUCED
-                        and text[kid.start:kid.end].rstrip().endswith(_LEAD_IN_ENDS)):
+                        and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS):
                     nxt.start = kid.start
                     continue
                 kept.append(kid)
             kept.reverse()
             node.children = kept
         todo.extend(node.children)
+
+
+def _last_char(text: str, a: int, b: int) -> str:
+    """The last non-whitespace character of `text[a:b]` ('' if none), without copying it."""
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return text[b - 1] if b > a else ""
 
 
 def _clip(s: Section, n: int) -> tuple[int, int]:

@@ -194,7 +194,8 @@ class _SemanticFitter(Fitter):
         spans = list(zip(bounds, bounds[1:]))
         ests = self.sizer.count_many([self.text[s:e].strip() for s, e in spans])
         # units one level above words, so a sentence that does not fit is split at words
-        return self._pack([_Unit(s, e, c, None, WORD_LEVEL - 1) for (s, e), c in zip(spans, ests)], chain, glue)
+        units = [_Unit(s, e, c, None, WORD_LEVEL - 1) for (s, e), c in zip(spans, ests)]
+        return self._pack(units, chain, glue)
 
     def _balanced(self, units: list[_Unit]) -> bool:
         return False  # cuts follow the distance peaks instead
