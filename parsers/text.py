@@ -4,11 +4,17 @@ A heading is guessed only for a one-line paragraph that is either underlined (a 
 `=`, `-` or `~` as long as it) or starts with CHAPTER/BOOK/PART/SECTION and a number; a
 one-line paragraph right after a chapter line is its subtitle ("CHAPTER I: Down the
 Rabbit-Hole"). Everything else is paragraphs.
+
+Plain text has no title of its own: the title is the file name without its extension (as
+for a PDF without one), so every chunk's context and section path say which document it is
+from ("paradise-lost > Book I"). A source without an extension (`<text>`, a LlamaIndex
+document id) is not a file name: no title.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 
 from chunkwise.model import ParsedDocument, Section
 from chunkwise.textio import decode
@@ -26,19 +32,27 @@ _LEVEL_HEADING, _LEVEL_PARAGRAPH = 100, 10
 def parse(data: bytes, *, source: str) -> ParsedDocument:
     text, warnings = decode(data, source)
     heads, paragraphs = _classify(text, _blocks(text))
+    title = _title(source)
+    top = (title,) if title else ()
     # A heading section runs to the next heading; the paragraphs under it carry its path.
     sections: list[Section] = []
     bounds = [h[0] for h in heads] + [len(text)]
-    for (start, title), end in zip(heads, bounds[1:]):
-        sections.append(Section(start, end, _LEVEL_HEADING, "section", (title,)))
+    for (start, heading), end in zip(heads, bounds[1:]):
+        sections.append(Section(start, end, _LEVEL_HEADING, "section", (*top, heading)))
     k = -1  # the last heading before the paragraph (both lists are in document order)
     for start, end in paragraphs:
         while k + 1 < len(heads) and heads[k + 1][0] <= start:
             k += 1
-        path = (heads[k][1],) if k >= 0 else ()
+        path = (*top, heads[k][1]) if k >= 0 else top
         sections.append(Section(start, end, _LEVEL_PARAGRAPH, "paragraph", path))
     return ParsedDocument(source=source, format="text", text=text, sections=tuple(sections),
-                          warnings=tuple(warnings))
+                          title=title, warnings=tuple(warnings))
+
+
+def _title(source: str) -> str:
+    """The file name without its extension; none when the source has no extension."""
+    path = PurePath(source)
+    return path.stem if path.suffix else ""
 
 
 def _classify(text: str, blocks: list[tuple[int, int]]

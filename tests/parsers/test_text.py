@@ -11,9 +11,19 @@ from conftest import FIXTURES
 def test_chapters_become_headings_with_subtitle():
     chunks = chunk_file(FIXTURES / "alice-in-wonderland.txt")
     paths = {c.section_path for c in chunks}
-    assert ("CHAPTER I: Down the Rabbit-Hole",) in paths
-    assert ("CHAPTER XII: Alice's Evidence",) in paths
-    assert len([p for p in paths if p]) == 12
+    assert ("alice-in-wonderland", "CHAPTER I: Down the Rabbit-Hole") in paths
+    assert ("alice-in-wonderland", "CHAPTER XII: Alice's Evidence") in paths
+    assert len([p for p in paths if len(p) == 2]) == 12
+
+
+def test_the_file_name_is_the_title_and_heads_every_context():
+    text = "Usage\n=====\n\n" + "Run the tool on a folder of notes. " * 3
+    doc = parse_bytes(text.encode(), source="docs/field-notes.txt")
+    assert doc.title == "field-notes"
+    (chunk,) = chunk_text(text, source="docs/field-notes.txt")
+    assert chunk.section_path == ("field-notes", "Usage")
+    assert chunk.context == "field-notes > Usage"
+    assert chunk_text(text)[0].section_path == ("Usage",)  # no file, no title
 
 
 def test_no_guessed_headings_in_ordinary_prose():
