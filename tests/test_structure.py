@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from chunkwise.api import Chunker, parse_bytes
+from chunkwise.api import Chunker, parse_bytes, parse_file
 from chunkwise.structure import build_tree, walk
 
-from conftest import FIXTURES
+from conftest import FIXTURES, corpus_files
 
 CODE = "\n".join(f"    step_{i} = run(stage={i}, retries=3, timeout=30)" for i in range(12))
 DOC = f"""# Deploying
@@ -68,3 +68,48 @@ def test_lead_ins_on_a_real_document():
         for kid, nxt in zip(node.children, node.children[1:]):
             if kid.kind == "paragraph" and not kid.children and nxt.kind != "section":
                 assert not doc.text[kid.start:kid.end].rstrip().endswith(":")
+
+
+def test_only_the_last_sentence_of_a_lead_in_paragraph_moves():
+    text = ("# Setup\n\nThe installer needs a recent Python. It checks the version first. "
+            "Then, to finish, run it like this:\n\n```\ninstall --all\n```\n")
+    doc = parse_bytes(text.encode(), source="s.md")
+    nodes = [n for n, _ in walk(build_tree(doc))]
+    (code,) = [n for n in nodes if n.kind == "code"]
+    assert code.start == text.index("Then, to finish") and code.own_start == text.index("```")
+    (para,) = [n for n in nodes if n.kind == "paragraph"]
+    assert text[para.start:para.end].strip().endswith("It checks the version first.")
+
+
+def test_a_lead_in_too_long_for_one_chunk_is_cut_between_words_not_inside_them():
+    words = ("configure", "replicate", "authorise", "throttle", "partition", "serialise",
+             "checkpoint", "rebalance")
+    lead = " ".join(words[i % len(words)] + str(i) for i in range(120)) + " as follows:"
+    text = f"# Steps\n\n{lead}\n\n```\nrun --all\n```\n"
+    chunks = Chunker(max_tokens=48).chunk_text(text, format="markdown", source="s.md")
+    assert [c.text for c in chunks if "run --all" in c.text]
+    for c in chunks:
+        assert c.tokens <= 48
+        assert c.end == len(text.rstrip()) or text[c.end].isspace(), text[c.end - 20:c.end + 5]
+
+
+def test_a_paragraph_with_no_letter_or_digit_joins_its_neighbour():
+    verse = "\n".join(f"Line {i} of the first canto, where the hero sets out." for i in range(30))
+    text = f"{verse}\n\n* * *\n\n{verse.replace('first', 'second')}\n\n#\n"
+    doc = parse_bytes(text.encode(), source="poem.txt")
+    leaves = [n for n, _ in walk(build_tree(doc)) if not n.children]
+    assert len(leaves) == 2
+    assert leaves[0].end > text.index("* * *") and leaves[1].end == len(text)
+    chunks = Chunker(max_tokens=64).chunk_text(text, source="poem.txt")
+    assert all(any(ch.isalnum() for ch in c.text) for c in chunks)
+    assert "".join(c.text for c in chunks).count("*") == 3  # nothing lost
+
+
+def test_marks_on_a_real_document():
+    """The IRS manual in the shared corpus ends most pages with a lone "#" (110 of them):
+    none becomes a chunk of its own."""
+    (path,) = [p for p in corpus_files("pdf") if p.name.startswith("irs-irm-2.3.59")]
+    doc = parse_file(path)
+    assert doc.text.count("\n#\n") > 100
+    chunks = Chunker().chunk_document(doc)
+    assert sum(c.text.strip() == "#" for c in chunks) == 0

@@ -26,7 +26,7 @@ from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import Sizer, limit_tokens
-from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose
+from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
 
@@ -173,22 +173,26 @@ class Fitter:
 
     def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
                    glue: int) -> list[tuple]:
-        """Split a leaf's text; no cut before `glue`, so that a heading the leaf absorbed
-        stays with the start of its content."""
+        """Split a leaf's text; no cut before `glue`, so that a heading or lead-in the leaf
+        absorbed stays with the start of its content. When nothing after `glue` can be cut
+        down to words (a lead-in too long to share a chunk with the first line after it),
+        the glue gives way before characters do."""
         a, b = self._trim(a, b)
         if a >= b:
             return []
         levels = PROSE_LEVELS if is_prose(self.doc.format, (n.kind for n in chain)) \
             else LINED_LEVELS
-        while level < _CHARS:
-            cuts = [c for c in levels[level](self.text, a, b) if c > glue]
-            if cuts:
-                bounds = [a, *cuts, b]
-                ests = self.counter.estimates(bounds)
-                units = [_Unit(s, e, c, None, level)
-                         for s, e, c in zip(bounds, bounds[1:], ests)]
-                return self._pack(units, chain, glue)
-            level += 1
+        for floor in (glue, -1) if glue > a else (glue,):
+            for lvl in range(level, _CHARS):
+                cuts = [c for c in levels[lvl](self.text, a, b) if c > floor]
+                if cuts:
+                    cuts = join_marks(self.text, a, cuts, b)
+                if cuts:
+                    bounds = [a, *cuts, b]
+                    ests = self.counter.estimates(bounds)
+                    units = [_Unit(s, e, c, None, lvl)
+                             for s, e, c in zip(bounds, bounds[1:], ests)]
+                    return self._pack(units, chain, floor)
         return self._split_chars(a, b, chain)
 
     def _pack(self, units: list[_Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:

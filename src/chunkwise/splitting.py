@@ -11,6 +11,9 @@ stays with the piece before the cut). Two orders of them:
   cutting there leaves half a sentence at each side. A sentence longer than what is left
   of the budget still falls back to lines (verse, tables inside a PDF paragraph), then words.
 
+A mark (a piece with no letter or digit, such as "#" or "* * *") is never left alone by a
+cut: `join_marks` keeps it with its neighbour.
+
 Sentences come from the offline splitter in `chunkwise.strategies.sentences` (abbreviations,
 decimals, URLs). Both orders have the same length and words at the same level, so a level
 index means the same depth in either.
@@ -54,6 +57,27 @@ LINED_LEVELS: tuple[Splitter, ...] = (PARAGRAPHS, LINES, SENTENCES, WORDS)
 PROSE_LEVELS: tuple[Splitter, ...] = (PARAGRAPHS, SENTENCES, LINES, WORDS)
 #: the level of words in both orders (the last before characters)
 WORD_LEVEL = 3
+
+
+#: a piece of text longer than this (in characters) is never a mere mark
+MAX_MARK = 40
+_WORD_CHAR = re.compile(r"[^\W_]")
+
+
+def is_mark(text: str, a: int, b: int) -> bool:
+    """Whether `text[a:b]` is a mark: short, without a letter or digit ("#", "* * *", "}").
+    Alone, a mark means nothing: as a chunk it would embed as its context only."""
+    return b - a <= MAX_MARK and _WORD_CHAR.search(text, a, b) is None
+
+
+def join_marks(text: str, a: int, cuts: list[int], b: int) -> list[int]:
+    """`cuts` of `text[a:b]` without those that would leave a mark as a piece of its own:
+    a mark stays with the piece before it (the one after it when it comes first)."""
+    bounds = [a, *cuts, b]
+    kept = [c for c, end in zip(cuts, bounds[2:]) if not is_mark(text, c, end)]
+    if kept and is_mark(text, a, kept[0]):
+        del kept[0]
+    return kept
 
 
 def is_prose(fmt: str, kinds: Iterable[str]) -> bool:

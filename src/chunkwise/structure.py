@@ -8,21 +8,33 @@ whole children. `chunkwise sections` prints these tiled spans, so what the fitte
 is exactly what anyone can check.
 
 A paragraph that ends with a colon ("Run the script from cron like this:") introduces the
-block after it, the way a heading does: it is attached to the start of the next sibling
-(unless that is a heading-led section) and the fitter never cuts between them.
+block after it, the way a heading does: its last sentence (the lead-in) is attached to the
+start of the next sibling (unless that is a heading-led section) and the fitter never cuts
+between them. The rest of the paragraph stays a paragraph of its own; a one-sentence
+paragraph moves whole. A "sentence" longer than `_MAX_LEAD_IN` characters (a table-like
+paragraph with no full stops, a long wrapped sentence) gives way to its last line.
+
+A paragraph with no letter or digit at all ("#", "* * *", "---" in plain text) means
+nothing alone: as a chunk of its own it would embed as its context only and match every
+query about the document. It joins the sibling before it (the one after it when it is
+first).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from .model import ParsedDocument, Section
-from .splitting import NON_PROSE_FORMATS
+from .splitting import NON_PROSE_FORMATS, SENTENCES, is_mark
 
+_NONSPACE = re.compile(r"\S")
 _LEAD_IN_KINDS = frozenset({"paragraph"})
 _LEAD_IN_ENDS = (":", "：")
 #: what a lead-in never attaches to: a heading starts its own section
 _NOT_INTRODUCED = frozenset({"section", "document"})
+#: a lead-in longer than this (in characters) is cut back to its last line
+_MAX_LEAD_IN = 400
 
 
 class Node:
@@ -75,15 +87,45 @@ def build_tree(doc: ParsedDocument) -> Node:
         top.children.append(node)
         stack.append(node)
     if doc.format not in NON_PROSE_FORMATS:
+        _absorb_marks(root, doc.text)
         _attach_lead_ins(root, doc.text)
     _tile(root)
     return root
 
 
+def _absorb_marks(root: Node, text: str) -> None:
+    """Merge every leaf paragraph without a letter or digit into its previous sibling (its
+    next one when it comes first)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        kids = node.children
+        if len(kids) > 1 and any(_is_mark(text, k) for k in kids):
+            kept: list[Node] = []
+            for i, kid in enumerate(kids):
+                if _is_mark(text, kid):
+                    if kept:
+                        kept[-1].end = kid.end
+                        continue
+                    if i + 1 < len(kids):  # first: the next sibling starts here
+                        kids[i + 1].start = kid.start
+                        continue
+                kept.append(kid)
+            node.children = kept
+        todo.extend(node.children)
+
+
+def _is_mark(text: str, node: Node) -> bool:
+    """A leaf paragraph that is a mark (no letter or digit)."""
+    return (node.kind in _LEAD_IN_KINDS and not node.children
+            and is_mark(text, node.start, node.end))
+
+
 def _attach_lead_ins(root: Node, text: str) -> None:
-    """Merge every leaf paragraph ending with a colon into the sibling after it (unless that
-    is a heading-led section): the sibling then starts where the paragraph did, its
-    `own_start` unchanged, so the paragraph is glued to its start like a heading."""
+    """Move the lead-in (last sentence) of every leaf paragraph ending with a colon into the
+    sibling after it (unless that is a heading-led section): the sibling then starts where
+    the lead-in does, its `own_start` unchanged, so the lead-in is glued to its start like a
+    heading; the paragraph ends before its lead-in, or goes when it is all lead-in."""
     todo = [root]
     while todo:
         node = todo.pop()
@@ -95,12 +137,31 @@ def _attach_lead_ins(root: Node, text: str) -> None:
                 if (nxt is not None and not kid.children and kid.kind in _LEAD_IN_KINDS
                         and nxt.kind not in _NOT_INTRODUCED
                         and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS):
-                    nxt.start = kid.start
+                    lead = _lead_in_start(text, kid.start, kid.end)
+                    nxt.start = lead
+                    if lead > kid.start:
+                        kid.end = lead
+                        kept.append(kid)
                     continue
                 kept.append(kid)
             kept.reverse()
             node.children = kept
         todo.extend(node.children)
+
+
+def _lead_in_start(text: str, a: int, b: int) -> int:
+    """Where the lead-in of the paragraph `text[a:b]` starts: its last sentence, or its
+    last line when that sentence is longer than `_MAX_LEAD_IN` characters; `a` when the
+    lead-in is the whole paragraph."""
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    cuts = SENTENCES(text, a, b)
+    start = cuts[-1] if cuts else a
+    if b - start > _MAX_LEAD_IN:
+        start = max(start, text.rfind("\n", a, b) + 1)
+    while start < b and text[start].isspace():
+        start += 1
+    return start if _NONSPACE.search(text, a, start) else a
 
 
 def _last_char(text: str, a: int, b: int) -> str:
