@@ -2,7 +2,9 @@
 
 Sections: heading-led sections (ATX and setext) nesting by level, and under them the blocks:
 paragraphs, lists (items as children), fenced and indented code, tables (rows as children,
-the header row as context), block quotes, HTML blocks, and YAML/TOML front matter. Only the
+the header row as context), block quotes, HTML blocks, and YAML/TOML front matter. The title
+line of an MkDocs content tab, admonition or collapsible block (`=== "Linux"`, `!!! note`,
+`??? tip "Title"`) is a `label`: it opens the indented block after it, as a heading would. Only the
 block rules that shape structure run (see `_markdown`): inline parsing is not needed for
 structure and is most of markdown-it's time. Line ranges (`Token.map`) become `str` offsets
 through the line starts markdown-it computes.
@@ -28,6 +30,10 @@ _MARKUP_START = re.compile(r"[\[*_`<{]")
 _LEVEL_HEADING = 100  # h1 = 99 … h6 = 94
 _LEVEL_FRONT, _LEVEL_BLOCK, _LEVEL_ITEM = 60, 50, 10
 _TOKEN_LEVEL = attrgetter("level")
+#: a one-line paragraph that titles the indented block after it: a content tab (`=== "Tab"`),
+#: an admonition (`!!! note "Title"`) or a collapsible block (`??? tip`, `???+ tip`) of
+#: Python-Markdown's extensions (MkDocs, Material for MkDocs)
+_LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
     "fence": "code", "code_block": "code", "table_open": "table",
@@ -115,6 +121,9 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> l
             heads.append((level, offsets[tok.map[0]], path))
         elif kind:
             start = offsets[tok.map[0]]
+            if kind == "paragraph" and tok.map[1] - tok.map[0] == 1 \
+                    and _LABEL.fullmatch(text, start, offsets[tok.map[1]]):
+                kind = "label"
             blocks.append(Section(start, offsets[tok.map[1]], _LEVEL_BLOCK, kind, path,
                                   _block_context(tok, kind, text, start)))
             if kind in ("table", "list"):

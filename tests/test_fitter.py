@@ -112,3 +112,14 @@ def test_code_is_still_cut_at_line_ends():
     assert len(cuts) > 5
     for _, p in cuts:
         assert doc.text[p.end] == "\n", repr(doc.text[p.end - 20:p.end + 5])
+
+
+def test_a_heading_stays_with_indented_content_that_must_be_split():
+    """A cut consumes the whitespace after it, so the cut just before an indented block
+    lands past the block's own start: it must still count as a cut before the glue."""
+    code = "\n".join(f"    result_{i} = compute(step={i}, retries=3)" for i in range(40))
+    text = f"## Usage\n\n{code}\n"
+    doc = parse_bytes(text.encode(), source="u.md")
+    pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
+    assert len(pieces) > 2
+    assert "result_0" in text[pieces[0].start:pieces[0].end]

@@ -163,7 +163,11 @@ class Fitter:
     def _plan_node(self, node: Node, chain: tuple[Node, ...]) -> list[tuple]:
         kids = node.children
         if not kids:
-            return self._plan_text(node.start, node.end, 0, chain, node.own_start)
+            # the glue is where the own content's first character is: a cut lands after the
+            # whitespace it consumes, so a cut just before indented content must not pass
+            glue = self._trim(node.own_start, node.end)[0] if node.own_start > node.start \
+                else node.own_start
+            return self._plan_text(node.start, node.end, 0, chain, glue)
         if self._est is None:  # the children tile the node
             ests = self.counter.estimates([*(c.start for c in kids), node.end])
         else:

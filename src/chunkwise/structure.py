@@ -12,7 +12,10 @@ block after it, the way a heading does: its last sentence (the lead-in) is attac
 start of the next sibling (unless that is a heading-led section) and the fitter never cuts
 between them. The rest of the paragraph stays a paragraph of its own; a one-sentence
 paragraph moves whole. A "sentence" longer than `_MAX_LEAD_IN` characters (a table-like
-paragraph with no full stops, a long wrapped sentence) gives way to its last line.
+paragraph with no full stops, a long wrapped sentence) gives way to its last line. A
+`label` (a parser's kind for a line that titles the block after it, such as a Markdown
+content tab's `=== "Linux"`) is attached the same way, and becomes the block's context, so
+the later pieces of a split block still say which tab they are in.
 
 A paragraph with no letter or digit at all ("#", "* * *", "---" in plain text) means
 nothing alone: as a chunk of its own it would embed as its context only and match every
@@ -31,6 +34,8 @@ from .splitting import NON_PROSE_FORMATS, SENTENCES, is_mark
 _NONSPACE = re.compile(r"\S")
 _LEAD_IN_KINDS = frozenset({"paragraph"})
 _LEAD_IN_ENDS = (":", "：")
+#: kinds of a line that titles the block after it (a parser's say: Markdown's `=== "Tab"`)
+_LABEL_KINDS = frozenset({"label"})
 #: what a lead-in never attaches to: a heading starts its own section
 _NOT_INTRODUCED = frozenset({"section", "document"})
 #: a lead-in longer than this (in characters) is cut back to its last line
@@ -134,6 +139,12 @@ def _attach_lead_ins(root: Node, text: str) -> None:
             kept: list[Node] = []
             for kid in reversed(kids):  # back to front: two lead-ins in a row both attach
                 nxt = kept[-1] if kept else None
+                if nxt is not None and not kid.children and nxt.kind not in _NOT_INTRODUCED \
+                        and kid.kind in _LABEL_KINDS:
+                    nxt.start = kid.start  # a label moves whole, and titles later pieces
+                    if not nxt.context:
+                        nxt.context = " ".join(text[kid.start:kid.end].split())
+                    continue
                 if (nxt is not None and not kid.children and kid.kind in _LEAD_IN_KINDS
                         and nxt.kind not in _NOT_INTRODUCED
                         and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from chunkwise import Chunker, ParseError, chunk_file, chunk_text
@@ -108,3 +110,23 @@ def test_deeply_nested_quotes_and_lists_do_not_crash():
     md = ">" * 100_000 + " deep\n" + "\n".join("  " * i + "- x" for i in range(2000))
     chunks = chunk_text(md, format="markdown", max_tokens=128)
     assert chunks
+
+
+def test_mkdocs_tab_titles_open_their_tab_and_title_its_later_pieces():
+    """data-tables.md has content tabs (`=== "Left"` over an indented block): the title
+    line starts the chunk holding the tab's first lines, never ends the chunk before it,
+    and the later pieces of a tab split by the budget carry it in their context."""
+    path = FIXTURES / "mkdocs-material__reference__data-tables.md"
+    text = parse_bytes(path.read_bytes(), source=path.name).text
+    labels = [m.start() for m in re.finditer(r"^=== ", text, re.M)]
+    assert len(labels) == 5
+    for budget in (64, 256):
+        chunks = Chunker(max_tokens=budget).chunk_file(path)
+        for at in labels:
+            first_line = re.compile(r"\n\s*\n\s*(\S)").search(text, at).start(1)
+            (holder,) = [c for c in chunks if c.start <= at < c.end]
+            assert holder.end > first_line, (budget, holder.text[-80:])
+    left = text.index('=== "Left"')
+    later = [c for c in Chunker(max_tokens=64).chunk_file(path)
+             if left < c.start < text.index('=== "Center"')]
+    assert later and all(c.context.endswith('=== "Left"') for c in later)
