@@ -4,9 +4,9 @@ Sections: heading-led sections (ATX and setext) nesting by level, and under them
 paragraphs, lists (items as children), fenced and indented code, tables (rows as children,
 the header row as context), block quotes, HTML blocks, and YAML/TOML front matter. The title
 line of an MkDocs content tab, admonition or collapsible block (`=== "Linux"`, `!!! note`,
-`??? tip "Title"`) is a `label`: it opens the indented block after it, as a heading would. Only the
-block rules that shape structure run (see `_markdown`): inline parsing is not needed for
-structure and is most of markdown-it's time. Line ranges (`Token.map`) become `str` offsets
+`??? tip "Title"`) is a `label`: it opens the indented block after it, as a heading would.
+Only the block rules that shape structure run (see `_markdown`): inline parsing is not
+needed for structure and is most of markdown-it's time. Line ranges (`Token.map`) become `str` offsets
 through the line starts markdown-it computes.
 """
 

@@ -1,4 +1,5 @@
-"""The tiled section tree: lead-in paragraphs travel with the block they introduce."""
+"""The tiled section tree: lead-ins travel with the block they introduce, marks with their
+neighbour."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ Work is driven by an explicit stack (no recursion), so deeply nested documents a
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
@@ -26,13 +25,12 @@ from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import Sizer, limit_tokens
-from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks
+from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks, trim
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
 
 #: leaf split levels below this one are characters
 _CHARS = len(PROSE_LEVELS)
-_NONSPACE = re.compile(r"\S")
 _STRUCTURAL = frozenset({"document", "section"})
 #: a character-level piece is never longer than this many characters per budget token
 _MAX_CHARS_PER_TOKEN = 32
@@ -49,17 +47,6 @@ class Piece:
     owner: Node
     kinds: tuple[str, ...]
     meta: dict[str, Any]
-
-
-def trim(text: str, a: int, b: int) -> tuple[int, int]:
-    """`(a, b)` without leading and trailing whitespace; `(b, b)` when nothing is left."""
-    m = _NONSPACE.search(text, a, b)
-    if m is None:
-        return b, b
-    a = m.start()
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
 
 
 def lead_context(doc: ParsedDocument, path: tuple[str, ...]) -> list[str]:
@@ -188,9 +175,8 @@ class Fitter:
             else LINED_LEVELS
         for floor in (glue, -1) if glue > a else (glue,):
             for lvl in range(level, _CHARS):
-                cuts = [c for c in levels[lvl](self.text, a, b) if c > floor]
-                if cuts:
-                    cuts = join_marks(self.text, a, cuts, b)
+                cuts = join_marks(self.text, a,
+                                  [c for c in levels[lvl](self.text, a, b) if c > floor], b)
                 if cuts:
                     bounds = [a, *cuts, b]
                     ests = self.counter.estimates(bounds)

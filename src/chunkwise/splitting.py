@@ -59,6 +59,20 @@ PROSE_LEVELS: tuple[Splitter, ...] = (PARAGRAPHS, SENTENCES, LINES, WORDS)
 WORD_LEVEL = 3
 
 
+_NONSPACE = re.compile(r"\S")
+
+
+def trim(text: str, a: int, b: int) -> tuple[int, int]:
+    """`(a, b)` without leading and trailing whitespace; `(b, b)` when nothing is left."""
+    m = _NONSPACE.search(text, a, b)
+    if m is None:
+        return b, b
+    a = m.start()
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
 #: a piece of text longer than this (in characters) is never a mere mark
 MAX_MARK = 40
 _WORD_CHAR = re.compile(r"[^\W_]")

@@ -25,14 +25,13 @@ first).
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
 
 from .model import ParsedDocument, Section
-from .splitting import NON_PROSE_FORMATS, SENTENCES, is_mark
+from .splitting import NON_PROSE_FORMATS, SENTENCES, is_mark, trim
 
-_NONSPACE = re.compile(r"\S")
-_LEAD_IN_KINDS = frozenset({"paragraph"})
+#: the kinds of a lead-in or a mark
+_PARAGRAPH_KINDS = frozenset({"paragraph"})
 _LEAD_IN_ENDS = (":", "：")
 #: kinds of a line that titles the block after it (a parser's say: Markdown's `=== "Tab"`)
 _LABEL_KINDS = frozenset({"label"})
@@ -122,7 +121,7 @@ def _absorb_marks(root: Node, text: str) -> None:
 
 def _is_mark(text: str, node: Node) -> bool:
     """A leaf paragraph that is a mark (no letter or digit)."""
-    return (node.kind in _LEAD_IN_KINDS and not node.children
+    return (node.kind in _PARAGRAPH_KINDS and not node.children
             and is_mark(text, node.start, node.end))
 
 
@@ -139,21 +138,19 @@ def _attach_lead_ins(root: Node, text: str) -> None:
             kept: list[Node] = []
             for kid in reversed(kids):  # back to front: two lead-ins in a row both attach
                 nxt = kept[-1] if kept else None
-                if nxt is not None and not kid.children and nxt.kind not in _NOT_INTRODUCED \
-                        and kid.kind in _LABEL_KINDS:
-                    nxt.start = kid.start  # a label moves whole, and titles later pieces
-                    if not nxt.context:
-                        nxt.context = " ".join(text[kid.start:kid.end].split())
-                    continue
-                if (nxt is not None and not kid.children and kid.kind in _LEAD_IN_KINDS
-                        and nxt.kind not in _NOT_INTRODUCED
-                        and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS):
-                    lead = _lead_in_start(text, kid.start, kid.end)
-                    nxt.start = lead
-                    if lead > kid.start:
-                        kid.end = lead
-                        kept.append(kid)
-                    continue
+                if nxt is not None and not kid.children and nxt.kind not in _NOT_INTRODUCED:
+                    if kid.kind in _LABEL_KINDS:  # moves whole, and titles later pieces
+                        nxt.start = kid.start
+                        if not nxt.context:
+                            nxt.context = " ".join(text[kid.start:kid.end].split())
+                        continue
+                    if kid.kind in _PARAGRAPH_KINDS \
+                            and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS:
+                        lead = nxt.start = _lead_in_start(text, kid.start, kid.end)
+                        if lead > kid.start:
+                            kid.end = lead
+                            kept.append(kid)
+                        continue
                 kept.append(kid)
             kept.reverse()
             node.children = kept
@@ -164,21 +161,18 @@ def _lead_in_start(text: str, a: int, b: int) -> int:
     """Where the lead-in of the paragraph `text[a:b]` starts: its last sentence, or its
     last line when that sentence is longer than `_MAX_LEAD_IN` characters; `a` when the
     lead-in is the whole paragraph."""
-    while b > a and text[b - 1].isspace():
-        b -= 1
+    first, b = trim(text, a, b)
     cuts = SENTENCES(text, a, b)
     start = cuts[-1] if cuts else a
     if b - start > _MAX_LEAD_IN:
         start = max(start, text.rfind("\n", a, b) + 1)
-    while start < b and text[start].isspace():
-        start += 1
-    return start if _NONSPACE.search(text, a, start) else a
+    start, _ = trim(text, start, b)
+    return start if start > first else a
 
 
 def _last_char(text: str, a: int, b: int) -> str:
     """The last non-whitespace character of `text[a:b]` ('' if none), without copying it."""
-    while b > a and text[b - 1].isspace():
-        b -= 1
+    a, b = trim(text, a, b)
     return text[b - 1] if b > a else ""
 
 
