@@ -19,8 +19,8 @@ from chunkwise.cli import main
 from chunkwise.errors import ConfigError
 from chunkwise.eval import (EvalReport, QuestionsError, QuestionSet, UnitCounter, count_units,
                             dcg, load_questions, locate_excerpt, match_sources, merge_spans, ndcg,
-                            paired_difference, parse_ks, per_question, reciprocal_rank,
-                            span_scores, summarise, _score, RetrievedChunk, Question)
+                            check_relevance, paired_difference, parse_ks, per_question,
+                            reciprocal_rank, span_scores, summarise, _score, RetrievedChunk, Question)
 
 from conftest import CORPUS, FIXTURES
 
@@ -111,6 +111,34 @@ def test_score_and_summarise():
     assert m["ndcg@3"] == pytest.approx(
         (0.5 + (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3) + 0.5)) / 2)
     assert m["recall@3"] == 1.0  # only the question with a span counts
+
+
+def test_relevance_rules():
+    # text with spaces: units are non-whitespace characters
+    text = "abcd efgh ijkl mnop"
+    count = UnitCounter(text)
+    q = _q(start=5, end=14)                       # "efgh ijkl": 8 units
+    chunks = [RetrievedChunk("a.md", 0, 6, 5, 0.1),    # "abcd e": 1 unit of it
+              RetrievedChunk("a.md", 6, 12, 5, 0.2),   # "fgh ij": 5 units, more than half
+              RetrievedChunk("a.md", 0, 19, 16, 0.3)]  # all of it
+    stored = [(0, 6), (6, 12), (12, 19), (0, 19)]
+    got = {rule: _score(q, "a.md", chunks, stored, (1, 3), count, rule)
+           for rule in ("overlap", "most", "whole")}
+    assert got["overlap"].relevant == [True, True, True] and got["overlap"].rank == 1
+    assert got["most"].relevant == [False, True, True] and got["most"].rank == 2
+    assert got["whole"].relevant == [False, False, True] and got["whole"].rank == 3
+    # relevant chunks in the collection, under the same rule: (12, 19) holds "kl" (2 units)
+    assert [got[r].n_relevant for r in ("overlap", "most", "whole")] == [4, 2, 1]
+    # exactly half is enough for `most`: "efgh" of "efgh ijkl"
+    half = _score(q, "a.md", [RetrievedChunk("a.md", 5, 9, 4, 0.1)], [(5, 9)], (1,), count,
+                  "most")
+    assert half.relevant == [True]
+    # the span scores do not depend on the rule
+    assert got["overlap"].scores[3] == got["whole"].scores[3]
+    # a question without a span: any chunk of its source, whatever the rule
+    assert _score(_q(), "a.md", chunks, stored, (1,), count, "whole").relevant == [True] * 3
+    with pytest.raises(ConfigError, match="unknown relevance rule 'some'.*overlap, most, whole"):
+        check_relevance("some")
 
 
 def test_paired_difference():
@@ -336,6 +364,17 @@ def test_eval_end_to_end_on_fixtures(fixture_db):
     for r in report["results"]:
         assert r["stored_source"] == f"fixtures/{r['source']}"
         assert len(r["retrieved"]) == 5
+    # a stricter rule never finds a relevant chunk earlier, and changes no span score
+    done = run("eval", str(qfile), "--db", str(fixture_db), "--root", "fixtures",
+               "--k", "1,3,5", "--json", "--relevance", "whole", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    whole = json.loads(done.stdout)
+    assert whole["relevance"] == "whole" and report["relevance"] == "overlap"
+    for a, b in zip(report["results"], whole["results"]):
+        assert a["retrieved"] == b["retrieved"] and a.get("scores") == b.get("scores")
+        assert b["rank"] is None or (a["rank"] is not None and b["rank"] >= a["rank"])
+        assert b["relevant_in_collection"] <= a["relevant_in_collection"]
+    assert whole["metrics"]["mrr"] <= m["mrr"]
     # the human-readable report, from another directory: sources are matched by suffix
     done = run("eval", str(qfile), "--db", str(fixture_db), "--root", str(FIXTURES),
                "--details", cwd=fixture_db.parent)

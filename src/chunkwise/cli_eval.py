@@ -50,6 +50,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--details", action="store_true",
                    help="also list every question with the rank of its answer")
+    p.add_argument("--relevance", default="overlap", choices=("overlap", "most", "whole"),
+                   help="how much of a question's reference span a chunk must hold to count "
+                        "as relevant: overlap (default: any of it), most (half or more) or "
+                        "whole (all of it, as in QA top-k accuracy)")
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="embedder (default: the collection's own; minilm when comparing)")
     _store_options(p)
@@ -97,13 +101,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             from .cli_store import _location
 
             reports = [evaluate(qset, ks=ks, embedder=args.embedder, exact=args.exact,
-                                **_location(args))]
+                                relevance=args.relevance, **_location(args))]
         else:
             reports = compare(qset, args.corpus, args.compare.split(","), ks=ks,
                               db_path=args.db, max_tokens=args.max_tokens,
                               tokenizer=args.tokenizer, overlap=args.overlap,
                               embedder=args.embedder, on_ingest=_ingested,
-                              embed_cache=args.embed_cache)
+                              embed_cache=args.embed_cache, relevance=args.relevance)
     except QuestionsError as e:
         for line in e.problems:
             print(line, file=sys.stderr)
@@ -153,8 +157,8 @@ def _f(x: float | None) -> str:
 def format_report(r: Any) -> str:
     """One collection: a row per k, then MRR."""
     m = r.metrics
-    lines = [f"{r.questions} questions ({r.with_spans} with a reference span); collection "
-             f"{r.collection!r}: {r.chunks} chunks, mean {r.mean_tokens:.1f} tokens",
+    lines = [f"{r.questions} questions ({r.with_spans} with a reference span{_rule(r)}); "
+             f"collection {r.collection!r}: {r.chunks} chunks, mean {r.mean_tokens:.1f} tokens",
              f"{'k':>4}  {'hit':>6}  {'src_hit':>7}  {'ndcg':>6}  {'recall':>6}  "
              f"{'precision':>9}  {'iou':>6}"]
     for k in r.ks:
@@ -182,8 +186,17 @@ def format_comparison(reports: Sequence[Any]) -> str:
         row += f"  {r.chunks:>7}  {r.mean_tokens:>6.1f}"
         lines.append(row)
     lines.append(f"{reports[0].questions} questions ({reports[0].with_spans} with a reference "
-                 f"span); best first by MRR")
+                 f"span{_rule(reports[0])}); best first by MRR")
     return "\n".join(lines)
+
+
+def _rule(report: Any) -> str:
+    """How relevance was decided, when it matters (some question has a span)."""
+    if not report.with_spans:
+        return ""
+    return {"overlap": "; relevant: holds any of it",
+            "most": "; relevant: holds half of it or more",
+            "whole": "; relevant: holds all of it"}[report.relevance]
 
 
 def _report_k(ks: Sequence[int]) -> int:

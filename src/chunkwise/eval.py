@@ -25,7 +25,15 @@ stored source whose last path components equal the question's relative `source` 
 matches, is an error.
 
 **Relevance.** A retrieved chunk is *relevant* when it comes from the expected source and,
-if the question has a reference span, overlaps it by at least one character.
+if the question has a reference span, holds enough of it, by the rule chosen (`relevance=`,
+`--relevance`; units are non-whitespace characters, as below):
+
+- `overlap` (default): at least one unit of the reference. Lenient: a chunking that cuts an
+  answer in two gets two relevant chunks, so two chances to rank one of them high.
+- `most`: at least half the units of the reference.
+- `whole`: every unit of the reference, the rule of top-k accuracy in open-domain QA (DPR:
+  a retrieved passage counts when it contains the answer). A reference longer than a chunk
+  can hold is relevant nowhere, so keep references shorter than the budget.
 
 **Metrics**, each the mean over questions, for every cut-off k:
 
@@ -64,6 +72,8 @@ from .errors import ChunkwiseError, ConfigError
 log = logging.getLogger(__name__)
 
 DEFAULT_KS = (1, 3, 5, 10)
+#: how much of a question's reference span a chunk must hold to be relevant (module docstring)
+RELEVANCE = ("overlap", "most", "whole")
 #: the k of the single-number columns (NDCG, recall, precision, IoU) in comparison tables
 REPORT_K = 5
 _SPACE = re.compile(r"\s+")
@@ -441,6 +451,7 @@ class EvalReport:
     mean_tokens: float
     strategy: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    relevance: str = "overlap"
 
     @property
     def questions(self) -> int:
@@ -453,7 +464,8 @@ class EvalReport:
     def to_dict(self, *, details: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
             "collection": self.collection, "strategy": self.strategy, "ks": list(self.ks),
-            "questions": self.questions, "with_spans": self.with_spans, "chunks": self.chunks,
+            "questions": self.questions, "with_spans": self.with_spans,
+            "relevance": self.relevance, "chunks": self.chunks,
             "mean_tokens": round(self.mean_tokens, 2),
             "metrics": {k: round(v, 6) for k, v in self.metrics.items()},
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
@@ -483,7 +495,7 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              port: int | None = None, embedder: Any = None,
              retry_delays: Sequence[float] | None = None,
              cwd: str | os.PathLike | None = None, strategy: str | None = None,
-             exact: bool = False) -> EvalReport:
+             exact: bool = False, relevance: str = "overlap") -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
 
     With `exact`, the nearest chunks are found by brute force over every stored vector
@@ -492,11 +504,15 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     of chunkings should measure. Without it, the collection is queried as an application
     would query it.
 
+    `relevance` is how much of a reference span a chunk must hold to be relevant: `overlap`,
+    `most` or `whole` (see the module docstring).
+
     Raises `QuestionsError` when a question's source is not in the collection, `StoreError`
-    when the collection cannot be read."""
+    when the collection cannot be read, `ConfigError` for an unknown `relevance`."""
     from .chroma import RETRY_DELAYS, iter_collection, query, search_exact
 
     ks = parse_ks(ks)
+    check_relevance(relevance)
     location = {"client": client, "db_path": db_path, "host": host, "port": port,
                 "collection": collection}
     t0 = time.perf_counter()
@@ -523,23 +539,39 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
                                     int(h.metadata.get("end", 0)), count_units(h.text),
                                     h.distance) for h in hits]
         results.append(_score(q, matched[i], retrieved, spans[matched[i]], ks,
-                              counters.get(q.path)))
+                              counters.get(q.path), relevance))
     t2 = time.perf_counter()
     return EvalReport(collection=collection, ks=ks, metrics=summarise(results, ks),
                       results=results, chunks=sum(len(v) for v in spans.values()),
                       mean_tokens=sum(tokens) / len(tokens) if tokens else 0.0,
-                      strategy=strategy, seconds={"read": t1 - t0, "query": t2 - t1})
+                      strategy=strategy, seconds={"read": t1 - t0, "query": t2 - t1},
+                      relevance=relevance)
+
+
+def check_relevance(relevance: str) -> str:
+    """`relevance` itself, or a `ConfigError` naming the known rules."""
+    if relevance not in RELEVANCE:
+        raise ConfigError(f"unknown relevance rule {relevance!r}; known: {', '.join(RELEVANCE)}")
+    return relevance
 
 
 def _score(q: Question, source: str, retrieved: list[RetrievedChunk],
            stored_spans: list[tuple[int, int]], ks: tuple[int, ...],
-           count: Callable[[int, int], int] | None) -> QuestionResult:
-    def overlaps(s: int, e: int) -> bool:
-        return not q.has_span or (s < q.end and q.start < e)
+           count: Callable[[int, int], int] | None,
+           relevance: str = "overlap") -> QuestionResult:
+    count = count or (lambda a, b: b - a)
+    ref = count(q.start, q.end) if q.has_span else 0
+    need = ref if relevance == "whole" else (ref + 1) // 2  # units, unless `overlap`
+
+    def holds(s: int, e: int) -> bool:
+        if not q.has_span:
+            return True
+        lo, hi = max(s, q.start), min(e, q.end)
+        return lo < hi and (relevance == "overlap" or count(lo, hi) >= need)
 
     same = [c.source == source for c in retrieved]
-    relevant = [ok and overlaps(c.start, c.end) for ok, c in zip(same, retrieved)]
-    n_relevant = sum(overlaps(s, e) for s, e in stored_spans)
+    relevant = [ok and holds(c.start, c.end) for ok, c in zip(same, retrieved)]
+    n_relevant = sum(holds(s, e) for s, e in stored_spans)
     rank = next((i for i, r in enumerate(relevant, 1) if r), None)
     source_rank = next((i for i, r in enumerate(same, 1) if r), None)
     scores = {}
@@ -623,7 +655,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             ks: Sequence[int] = DEFAULT_KS, db_path: str | os.PathLike | None = None,
             max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
             embedder: Any = None, on_ingest: Callable[[str, Any], None] | None = None,
-            embed_cache: str | os.PathLike | None = None) -> list[EvalReport]:
+            embed_cache: str | os.PathLike | None = None,
+            relevance: str = "overlap") -> list[EvalReport]:
     """Chunk and embed `corpus` once per strategy into collection `eval-<strategy>` (in
     `db_path`, else a temporary database removed afterwards), evaluate each, and return the
     reports best first (by MRR, then hit@max(k)). Retrieval is exact (brute force, see
@@ -631,12 +664,13 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     name is checked before anything is ingested; an unknown one is a `ConfigError`.
     `on_ingest(strategy, report)` is called after each ingest (e.g. to print failures).
     With `embed_cache` (an SQLite file, see `chunkwise.embeddings.cached_embedder`) a chunk
-    text is embedded once across strategies and runs."""
+    text is embedded once across strategies and runs. `relevance`: see `evaluate`."""
     from .api import STRATEGIES, Chunker
     from .chroma import ingest
     from .embeddings import cached_embedder, resolve_embedder
 
     ks = parse_ks(ks)
+    check_relevance(relevance)
     names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
     if not names:
         raise ConfigError("no strategies to compare")
@@ -666,7 +700,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             if on_ingest is not None:
                 on_ingest(name, ingested)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
-                              embedder=embedder, strategy=name, exact=True)
+                              embedder=embedder, strategy=name, exact=True,
+                              relevance=relevance)
             report.seconds["ingest"] = seconds
             reports.append(report)
     finally:
