@@ -96,6 +96,11 @@ def _front_matter(text: str, starts: list[int]) -> tuple[str, int, list[Section]
     return title, body_line, [Section(0, starts[body_line], _LEVEL_FRONT, "front_matter")]
 
 
+def _fold(title: str) -> str:
+    """A title compared loosely: case and runs of whitespace do not count."""
+    return " ".join(title.split()).casefold()
+
+
 def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> list[Section]:
     """Heading sections, top-level blocks and their items or rows, in one walk over the
     top-level tokens. Those follow each other; an opening token's closing one is the next
@@ -117,7 +122,8 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> l
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, _heading_text(tokens[i + 1].content)))
-            path = root + tuple(h for _, h in stack)
+            path = root + tuple(h for k, (_, h) in enumerate(stack)
+                                if k or not root or _fold(h) != _fold(root[-1]))
             heads.append((level, offsets[tok.map[0]], path))
         elif kind:
             start = offsets[tok.map[0]]

@@ -34,6 +34,23 @@ def test_front_matter_title_starts_the_path():
     assert chunk_text(md, format="markdown")[0].section_path == ("My Doc",)
 
 
+def test_heading_that_repeats_the_front_matter_title_is_not_doubled():
+    # MkDocs pages often have `title: X` and then `# X`: the path says X once
+    md = ("---\ntitle: Running  scripts\n---\n\n# Running scripts\n\nIntro.\n\n"
+          "## With deps\n\nBody.\n\n# Running scripts again\n\nMore.\n")
+    doc = parse_bytes(md.encode(), source="x.md")
+    paths = sorted(s.path for s in doc.sections if s.kind == "section")
+    assert paths == [("Running  scripts",), ("Running  scripts", "Running scripts again"),
+                     ("Running  scripts", "With deps")]
+    chunks = chunk_text(md, format="markdown", max_tokens=16)
+    assert [c.context for c in chunks] == ["Running  scripts", "Running  scripts",
+                                           "Running  scripts > Running scripts again"]
+    assert chunks[1].text.startswith("# Running scripts\n") and "Body." in chunks[1].text
+    # a different first heading stays under the title
+    other = parse_bytes(b"---\ntitle: Guide\n---\n\n# Part\n\nText.\n", source="y.md")
+    assert [s.path for s in other.sections if s.kind == "section"] == [("Guide", "Part")]
+
+
 def test_table_split_repeats_header_and_never_splits_rows():
     rows = "\n".join(f"| row {i} | value number {i} |" for i in range(200))
     md = f"# T\n\n| name | value |\n|---|---|\n{rows}\n"
