@@ -516,3 +516,17 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
     plain = re.compile(r"(?:[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+[」』”’)\]]*)")
     assert ([m.span() for m in sentences._END.finditer(text)]
             == [m.span() for m in plain.finditer(text)])
+
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="# \t\n-*+•>|`~1.)ab", max_size=50), st.data())
+def test_hard_breaks_match_the_plain_pattern(text, data):
+    """`hard_breaks` uses three fast patterns; on any range of any text it finds exactly
+    the match ends of the single plain pattern `_HARD`."""
+    from chunkwise.strategies import sentences
+
+    start = data.draw(st.integers(0, len(text) + 2))
+    end = data.draw(st.integers(start, len(text) + 2))
+    plain = {m.end() for m in sentences._HARD.finditer(text, start, end)}
+    assert sentences.hard_breaks(text, start, end) == plain
