@@ -5,6 +5,8 @@ paragraphs, lists (items as children), fenced and indented code, tables (rows as
 the header row as context), block quotes, HTML blocks, and YAML/TOML front matter. The title
 line of an MkDocs content tab, admonition or collapsible block (`=== "Linux"`, `!!! note`,
 `??? tip "Title"`) is a `label`: it opens the indented block after it, as a heading would.
+A block of pymdownx's Blocks extension (`/// tip` … `///`, as in FastAPI's docs) is a
+`container` section around the blocks it holds, its opening line a `label`.
 Only the block rules that shape structure run (see `_markdown`): inline parsing is not
 needed for structure and is most of markdown-it's time. Line ranges (`Token.map`) become `str` offsets
 through the line starts markdown-it computes.
@@ -34,6 +36,11 @@ _TOKEN_LEVEL = attrgetter("level")
 #: an admonition (`!!! note "Title"`) or a collapsible block (`??? tip`, `???+ tip`) of
 #: Python-Markdown's extensions (MkDocs, Material for MkDocs)
 _LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
+#: the first line of a block of pymdownx's Blocks extension (FastAPI's docs: `/// tip`,
+#: `/// note | Technical Details`, `//// tab | Linux`), closed by a line of as many slashes
+_CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
+_CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
+_LEVEL_CONTAINER = 55  # above the blocks it holds, below front matter and headings
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
     "fence": "code", "code_block": "code", "table_open": "table",
@@ -110,6 +117,7 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> l
     stack: list[tuple[int, str]] = []  # the open headings: (level, text)
     path = root
     blocks: list[Section] = []
+    tops: list[int] = []  # indices in `blocks` of the top-level blocks
     i, n = 0, len(tokens)
     while i < n:
         tok = tokens[i]
@@ -130,12 +138,52 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> l
             if kind == "paragraph" and tok.map[1] - tok.map[0] == 1 \
                     and _LABEL.fullmatch(text, start, offsets[tok.map[1]]):
                 kind = "label"
+            tops.append(len(blocks))
             blocks.append(Section(start, offsets[tok.map[1]], _LEVEL_BLOCK, kind, path,
                                   _block_context(tok, kind, text, start)))
             if kind in ("table", "list"):
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1
+    blocks += _containers(blocks, tops, text, [start for _, start, _ in heads])
     return _heading_sections(heads, len(text)) + blocks
+
+
+def _containers(blocks: list[Section], tops: list[int], text: str,
+                heading_starts: list[int]) -> list[Section]:
+    """Blocks of pymdownx's Blocks extension: from a paragraph opening with `/// name` to the
+    paragraph of as many slashes that closes it, among the top-level blocks, holding no
+    heading. Each becomes a `container` section around its blocks, so the fitter keeps it
+    whole when it fits; a one-line opener becomes a `label`, glued to the block after it
+    and repeated in the context of that block's later pieces. Unclosed ones are left as
+    they are."""
+    out: list[Section] = []
+    stack: list[tuple[int, int, bool]] = []  # open containers: slashes, index, one-line opener
+    for k in tops:
+        b = blocks[k]
+        if b.kind != "paragraph":
+            continue
+        close = _CONTAINER_CLOSE.fullmatch(text, b.start, b.end)
+        if close:
+            slashes = len(close.group(1))
+            while stack and stack[-1][0] != slashes:  # an opener never closed
+                stack.pop()
+            if stack:
+                _, at, alone = stack.pop()
+                opener = blocks[at]
+                inner = bisect_right(heading_starts, b.end - 1) \
+                    - bisect_right(heading_starts, opener.start)
+                if not inner:
+                    out.append(Section(opener.start, b.end, _LEVEL_CONTAINER, "container",
+                                       opener.path))
+                    if alone:
+                        blocks[at] = Section(opener.start, opener.end, opener.level, "label",
+                                             opener.path, opener.context)
+            continue
+        first = _CONTAINER_OPEN.match(text, b.start, b.end)
+        if first:
+            alone = first.end() >= b.end or not text[first.end():b.end].strip()
+            stack.append((len(first.group(1)), k, alone))
+    return out
 
 
 def _heading_text(raw: str) -> str:

@@ -51,6 +51,46 @@ def test_heading_that_repeats_the_front_matter_title_is_not_doubled():
     assert [s.path for s in other.sections if s.kind == "section"] == [("Guide", "Part")]
 
 
+def test_pymdownx_blocks_are_containers_kept_whole():
+    """FastAPI's docs write admonitions as `/// note | Title` ... `///` blocks (pymdownx
+    Blocks). The block is a `container` section, its opening line a label glued to its
+    first block; a container that fits is never cut, nor one nested in another."""
+    filler = "Plain words about other matters. " * 14
+    md = (f"# Guide\n\n{filler}\n\n/// note | Technical Details\n\nAny function valid with"
+          " a context manager works here.\n\n* one item\n* two items\n\nIn fact it is used"
+          f" internally.\n\n///\n\n{filler}\n\n//// tab | Linux\n\n/// tip\n\nNested tip.\n\n"
+          "///\n\nAfter the tip.\n\n////\n\n/// warning\n\nNever closed.\n")
+    doc = parse_bytes(md.encode(), source="x.md")
+    text = doc.text
+    containers = sorted((s.start, s.end) for s in doc.sections if s.kind == "container")
+    opened = [text.index("/// note"), text.index("//// tab"), text.index("/// tip")]
+    assert [a for a, _ in containers] == sorted(opened)  # the unclosed warning is not one
+    note = next(s for s in doc.sections if s.kind == "container" and s.start == opened[0])
+    assert text[note.start:note.end].rstrip().endswith("internally.\n\n///")
+    tab = next(s for s in doc.sections if s.kind == "container" and s.start == opened[1])
+    assert text[tab.start:tab.end].rstrip().endswith("After the tip.\n\n////")
+    labels = sorted(s.start for s in doc.sections if s.kind == "label")
+    assert labels == sorted(opened)
+    # nested: the tip lies inside the tab
+    assert tab.start < opened[2] and note.end < tab.start
+    for budget in (48, 64, 96):
+        chunks = chunk_text(md, format="markdown", max_tokens=budget)
+        for a, b in containers:
+            held = [c for c in chunks if c.start < b and c.end > a]
+            inside = [c for c in held if a <= c.start and c.end <= b]
+            if len(held) > 1:  # cut only when it does not fit, and then only inside
+                assert held == inside, (budget, a, b)
+                assert sum(c.tokens for c in held) > budget
+            else:
+                assert text[held[0].start:held[0].end].find(text[a:b].strip()) >= 0
+        # the label never ends a chunk
+        assert not any(c.text.rstrip().endswith(("Technical Details", "/// tip"))
+                       for c in chunks)
+    # a heading between opener and closer: no container (it would straddle the section)
+    odd = parse_bytes(b"/// note\n\nText.\n\n## Head\n\nMore.\n\n///\n", source="y.md")
+    assert not any(s.kind == "container" for s in odd.sections)
+
+
 def test_table_split_repeats_header_and_never_splits_rows():
     rows = "\n".join(f"| row {i} | value number {i} |" for i in range(200))
     md = f"# T\n\n| name | value |\n|---|---|\n{rows}\n"
