@@ -4,7 +4,9 @@ Sections: heading-led sections (ATX and setext) nesting by level, and under them
 paragraphs, lists (items as children), fenced and indented code, tables (rows as children,
 the header row as context), block quotes, HTML blocks, and YAML/TOML front matter. The title
 line of an MkDocs content tab, admonition or collapsible block (`=== "Linux"`, `!!! note`,
-`??? tip "Title"`) is a `label`: it opens the indented block after it, as a heading would.
+`??? tip "Title"`) is a `label`: it opens the indented block after it, as a heading would,
+and that block, indented code to CommonMark, is parsed again as the Markdown MkDocs reads
+(a `container` of paragraphs, fences, tables, nested tabs).
 A block of pymdownx's Blocks extension (`/// tip` … `///`, as in FastAPI's docs) is a
 `container` section around the blocks it holds, its opening line a `label`.
 Only the block rules that shape structure run (see `_markdown`): inline parsing is not
@@ -18,6 +20,7 @@ import re
 from bisect import bisect_right
 from functools import lru_cache
 from operator import attrgetter
+from typing import Callable
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
@@ -41,6 +44,9 @@ _LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
 _CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
 _LEVEL_CONTAINER = 55  # above the blocks it holds, below front matter and headings
+#: admonitions in tabs in admonitions…: bodies deeper than this stay indented code (each
+#: level parses its body again, so the work is at most this many passes over the text)
+_MAX_BODY_DEPTH = 4
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
     "fence": "code", "code_block": "code", "table_open": "table",
@@ -87,7 +93,16 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
         md.block.tokenize(state, body_line, state.lineMax)
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
-    sections += _sections(state.tokens, starts, text, (title,) if title else ())
+    def parse_body(body: str) -> list:
+        sub = State(body, md) if _fast else StateBlock(body, md, {}, [])
+        md.block.tokenize(sub, 0, sub.lineMax)
+        return sub.tokens
+
+    try:
+        sections += _sections(state.tokens, starts, text, (title,) if title else (),
+                              parse_body=parse_body)
+    except RecursionError as e:
+        raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
                           sections=tuple(sections), title=title, warnings=tuple(warnings))
 
@@ -108,10 +123,18 @@ def _fold(title: str) -> str:
     return " ".join(title.split()).casefold()
 
 
-def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> list[Section]:
+def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
+              parse_body: Callable[[str], list] | None = None, depth: int = 0) -> list[Section]:
     """Heading sections, top-level blocks and their items or rows, in one walk over the
     top-level tokens. Those follow each other; an opening token's closing one is the next
-    token at level 0, found with `list.index` (most tokens are nested ones)."""
+    token at level 0, found with `list.index` (most tokens are nested ones).
+
+    `offsets[i]`: where line i of the tokens' source starts in `text`. The body of an MkDocs
+    admonition or tab (the indented block after its `label`) is, to CommonMark, indented
+    code: with `parse_body`, its lines are parsed again without their indentation, down to
+    `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the blocks found (`depth`: the
+    level of this call; headings in a body are paragraphs, they cannot end sections)."""
+    indent = 4 * depth  # spaces before the lines of this body in `text`
     levels = list(map(_TOKEN_LEVEL, tokens))
     heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path) of headings
     stack: list[tuple[int, str]] = []  # the open headings: (level, text)
@@ -125,7 +148,7 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> l
         kind = _BLOCK_KINDS.get(tok.type)
         if tok.map is None:
             pass
-        elif tok.type == "heading_open":
+        elif tok.type == "heading_open" and not depth:
             level = int(tok.tag[1])
             while stack and stack[-1][0] >= level:
                 stack.pop()
@@ -133,23 +156,57 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...]) -> l
             path = root + tuple(h for k, (_, h) in enumerate(stack)
                                 if k or not root or _fold(h) != _fold(root[-1]))
             heads.append((level, offsets[tok.map[0]], path))
-        elif kind:
-            start = offsets[tok.map[0]]
+        elif kind or tok.type == "heading_open":  # (a heading in a body)
+            kind = kind or "paragraph"
+            start, end = offsets[tok.map[0]], offsets[tok.map[1]]
             if kind == "paragraph" and tok.map[1] - tok.map[0] == 1 \
-                    and _LABEL.fullmatch(text, start, offsets[tok.map[1]]):
+                    and _LABEL.fullmatch(text, _skip_indent(text, start, indent), end):
                 kind = "label"
+            body = None
+            if tok.type == "code_block" and parse_body is not None and tops \
+                    and depth < _MAX_BODY_DEPTH and blocks[tops[-1]].kind == "label":
+                body = _body(tokens, tok, offsets, text, indent, parse_body)
             tops.append(len(blocks))
-            blocks.append(Section(start, offsets[tok.map[1]], _LEVEL_BLOCK, kind, path,
-                                  _block_context(tok, kind, text, start)))
+            if body is None:
+                blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
+                                      _block_context(tok, kind, text, start)))
+            else:
+                blocks.append(Section(start, end, _LEVEL_CONTAINER, "container", path))
+                a, b = tok.map
+                blocks += _sections(body, offsets[a:b + 1], text, path,
+                                    parse_body=parse_body, depth=depth + 1)
             if kind in ("table", "list"):
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1
-    blocks += _containers(blocks, tops, text, [start for _, start, _ in heads])
+    blocks += _containers(blocks, tops, text, [start for _, start, _ in heads], indent)
     return _heading_sections(heads, len(text)) + blocks
 
 
+def _body(tokens, tok, offsets: list[int], text: str, indent: int,
+          parse_body: Callable[[str], list]) -> list:
+    """The tokens of an indented block parsed as Markdown: each of its lines without the
+    four columns of indentation that made it code (line i of the result is line
+    `tok.map[0] + i` of the block's source)."""
+    a, b = tok.map
+    lines = []
+    for j in range(a, b):
+        line = text[offsets[j]:offsets[j + 1]]
+        lines.append(line[_skip_indent(line, 0, indent + 4):].rstrip("\n"))
+    return parse_body("\n".join(lines) + "\n")
+
+
+def _skip_indent(text: str, at: int, columns: int) -> int:
+    """`at` moved past up to `columns` columns of spaces and tabs (a tab reaches the next
+    multiple of four)."""
+    col = 0
+    while col < columns and at < len(text) and text[at] in " \t":
+        col = col + 4 - col % 4 if text[at] == "\t" else col + 1
+        at += 1
+    return at
+
+
 def _containers(blocks: list[Section], tops: list[int], text: str,
-                heading_starts: list[int]) -> list[Section]:
+                heading_starts: list[int], indent: int = 0) -> list[Section]:
     """Blocks of pymdownx's Blocks extension: from a paragraph opening with `/// name` to the
     paragraph of as many slashes that closes it, among the top-level blocks, holding no
     heading. Each becomes a `container` section around its blocks, so the fitter keeps it
@@ -162,7 +219,8 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
         b = blocks[k]
         if b.kind != "paragraph":
             continue
-        close = _CONTAINER_CLOSE.fullmatch(text, b.start, b.end)
+        at = _skip_indent(text, b.start, indent)
+        close = _CONTAINER_CLOSE.fullmatch(text, at, b.end)
         if close:
             slashes = len(close.group(1))
             while stack and stack[-1][0] != slashes:  # an opener never closed
@@ -179,7 +237,7 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
                         blocks[at] = Section(opener.start, opener.end, opener.level, "label",
                                              opener.path, opener.context)
             continue
-        first = _CONTAINER_OPEN.match(text, b.start, b.end)
+        first = _CONTAINER_OPEN.match(text, at, b.end)
         if first:
             alone = first.end() >= b.end or not text[first.end():b.end].strip()
             stack.append((len(first.group(1)), k, alone))

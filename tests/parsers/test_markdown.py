@@ -91,6 +91,53 @@ def test_pymdownx_blocks_are_containers_kept_whole():
     assert not any(s.kind == "container" for s in odd.sections)
 
 
+def test_mkdocs_admonition_and_tab_bodies_are_parsed_as_markdown():
+    """To CommonMark the body of `!!! note` or `=== "Tab"` is indented code; MkDocs reads
+    it as Markdown. It becomes a `container` of the blocks found in it (nested tabs too),
+    with exact offsets into the original text, headings in it as paragraphs."""
+    md = ("# Doc\n\n!!! note \"Install\"\n\n    Run the installer first.\n\n"
+          "    ### Not a section\n\n    === \"Linux\"\n\n        ```sh\n        curl x | sh\n"
+          "        ```\n\n\t=== \"Windows\"\n\n\t    Use the MSI.\n\nAfter the note.\n\n"
+          "    plain indented code\n")
+    doc = parse_bytes(md.encode(), source="x.md")
+    text = doc.text
+    kinds = {(text[s.start:s.end].strip()[:24], s.kind) for s in doc.sections}
+    body = next(s for s in doc.sections if s.kind == "container"
+                and text[s.start:s.end].lstrip().startswith("Run the installer"))
+    inside = sorted((s.start, -s.end, -s.level, s.kind) for s in doc.sections
+                    if body.start <= s.start and s.end <= body.end and s is not body)
+    assert [k for *_, k in inside] == ["paragraph", "paragraph", "label", "container", "code",
+                                      "label", "container", "paragraph"]
+    assert ("### Not a section", "paragraph") in kinds
+    assert not any(s.kind == "section" and "Not a section" in s.path for s in doc.sections)
+    assert ("plain indented code", "code") in kinds  # no label before it: still code
+    for s in doc.sections:  # offsets are the original text's, line-exact
+        assert 0 <= s.start < s.end <= len(text)
+        assert s.start == 0 or text[s.start - 1] == "\n"
+    chunks = chunk_text(md, format="markdown", max_tokens=24)
+    assert "".join("".join(c.text.split()) for c in chunks) == "".join(text.split())
+    for budget in (24, 40, 64):
+        (sh,) = [c for c in chunk_text(md, format="markdown", max_tokens=budget)
+                 if "curl x | sh" in c.text]
+        # its tab's title travels with it: in its text, or (room allowing) in its context
+        assert '=== "Linux"' in sh.text or '=== "Linux"' in sh.context or budget < 40
+
+
+def test_mkdocs_bodies_nested_past_the_limit_stay_code():
+    from parsers import markdown as mdp
+
+    depth = mdp._MAX_BODY_DEPTH + 3
+    lines = []
+    for d in range(depth):
+        lines += ["    " * d + f"!!! note \"Level {d}\"", ""]
+    lines += ["    " * depth + "Deepest words.", ""]
+    doc = parse_bytes("\n".join(lines).encode(), source="x.md")
+    containers = [s for s in doc.sections if s.kind == "container"]
+    assert len(containers) == mdp._MAX_BODY_DEPTH
+    deepest = max(containers, key=lambda s: s.start)
+    assert any(s.kind == "code" and deepest.start <= s.start for s in doc.sections)
+
+
 def test_table_split_repeats_header_and_never_splits_rows():
     rows = "\n".join(f"| row {i} | value number {i} |" for i in range(200))
     md = f"# T\n\n| name | value |\n|---|---|\n{rows}\n"
@@ -186,4 +233,8 @@ def test_mkdocs_tab_titles_open_their_tab_and_title_its_later_pieces():
     left = text.index('=== "Left"')
     later = [c for c in Chunker(max_tokens=64).chunk_file(path)
              if left < c.start < text.index('=== "Center"')]
-    assert later and all(c.context.endswith('=== "Left"') for c in later)
+    # the tab's body is Markdown (a code fence, a table): its title comes first in the
+    # context, then what the block inside repeats (the table's header row)
+    assert later and all('\n=== "Left"' in c.context for c in later)
+    assert any(c.context.endswith("| Method      | Description                          |")
+               for c in later if "row" in c.kinds)
