@@ -268,10 +268,11 @@ def _heading_sections(heads: list[tuple[int, int, tuple[str, ...]]], n: int) -> 
 def _block_context(tok, kind: str, text: str, start: int) -> str:
     """Repeated before later chunks of a split block: a table's header row and delimiter
     row, a code fence's opening line (so the language is known)."""
-    if kind == "table":
+    if kind == "table":  # each line without its indentation (a table in a tab's body)
         first = text.find("\n", start)
         second = text.find("\n", first + 1) if first != -1 else -1
-        return text[start:second if second != -1 else len(text)].strip()
+        head = text[start:second if second != -1 else len(text)]
+        return "\n".join(line.strip() for line in head.split("\n")).strip()
     if kind == "code" and tok.type == "fence":
         nl = text.find("\n", start)
         return text[start:nl if nl != -1 else len(text)].strip()

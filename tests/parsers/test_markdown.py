@@ -123,6 +123,16 @@ def test_mkdocs_admonition_and_tab_bodies_are_parsed_as_markdown():
         assert '=== "Linux"' in sh.text or '=== "Linux"' in sh.context or budget < 40
 
 
+def test_table_in_a_tab_repeats_its_header_without_the_indentation():
+    rows = "\n".join(f"    | row {i} | value {i} |" for i in range(60))
+    md = f'# T\n\n=== "Tab"\n\n    | name | value |\n    |------|-------|\n{rows}\n'
+    chunks = chunk_text(md, format="markdown", max_tokens=96)
+    later = chunks[1:]
+    assert len(later) > 2
+    for c in later:
+        assert c.context.endswith('=== "Tab"\n| name | value |\n|------|-------|'), c.context
+
+
 def test_mkdocs_bodies_nested_past_the_limit_stay_code():
     from parsers import markdown as mdp
 
