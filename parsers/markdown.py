@@ -43,6 +43,10 @@ _LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
 #: `/// note | Technical Details`, `//// tab | Linux`), closed by a line of as many slashes
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
 _CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
+_FENCE_OPEN = re.compile(r"(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
+#: the start of a line whose first character (after spaces) is not a letter, or a blank line
+_SPACES = re.compile(" *")
+_NOT_LETTER_LINE = re.compile(r"^ *(?=[^ ])(?![^\W\d_])", re.M)
 _LEVEL_CONTAINER = 55  # above the blocks it holds, below front matter and headings
 #: admonitions in tabs in admonitions…: bodies deeper than this stay indented code (each
 #: level parses its body again, so the work is at most this many passes over the text)
@@ -100,7 +104,7 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
 
     try:
         sections += _sections(state.tokens, starts, text, (title,) if title else (),
-                              parse_body=parse_body)
+                              parse_body=parse_body, blocks_ext="///" in text)
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
@@ -124,7 +128,8 @@ def _fold(title: str) -> str:
 
 
 def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
-              parse_body: Callable[[str], list] | None = None, depth: int = 0) -> list[Section]:
+              parse_body: Callable[[str], list] | None = None, depth: int = 0,
+              blocks_ext: bool = True) -> list[Section]:
     """Heading sections, top-level blocks and their items or rows, in one walk over the
     top-level tokens. Those follow each other; an opening token's closing one is the next
     token at level 0, found with `list.index` (most tokens are nested ones).
@@ -133,7 +138,8 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
     admonition or tab (the indented block after its `label`) is, to CommonMark, indented
     code: with `parse_body`, its lines are parsed again without their indentation, down to
     `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the blocks found (`depth`: the
-    level of this call; headings in a body are paragraphs, they cannot end sections)."""
+    level of this call; headings in a body are paragraphs, they cannot end sections).
+    `blocks_ext`: whether to look for pymdownx blocks (`_containers`) at all."""
     indent = 4 * depth  # spaces before the lines of this body in `text`
     levels = list(map(_TOKEN_LEVEL, tokens))
     heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path) of headings
@@ -153,33 +159,71 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, _heading_text(tokens[i + 1].content)))
-            path = root + tuple(h for k, (_, h) in enumerate(stack)
-                                if k or not root or _fold(h) != _fold(root[-1]))
+            path = root + tuple(h for _, h in stack)
+            if root and len(path) > len(root) and _fold(stack[0][1]) == _fold(root[-1]):
+                path = path[:len(root)] + path[len(root) + 1:]  # `# X` under `title: X`
             heads.append((level, offsets[tok.map[0]], path))
         elif kind or tok.type == "heading_open":  # (a heading in a body)
             kind = kind or "paragraph"
             start, end = offsets[tok.map[0]], offsets[tok.map[1]]
             if kind == "paragraph" and tok.map[1] - tok.map[0] == 1 \
-                    and _LABEL.fullmatch(text, _skip_indent(text, start, indent), end):
+                    and _LABEL.fullmatch(text, _skip_indent(text, start, indent) if indent
+                                         else start, end):
                 kind = "label"
             body = None
             if tok.type == "code_block" and parse_body is not None and tops \
                     and depth < _MAX_BODY_DEPTH and blocks[tops[-1]].kind == "label":
-                body = _body(tokens, tok, offsets, text, indent, parse_body)
+                body = _plain_body(text, start, end, path, indent + 4)
+                if body is None:
+                    a, b = tok.map
+                    body = _sections(_body(tokens, tok, offsets, text, indent, parse_body),
+                                     offsets[a:b + 1], text, path, parse_body=parse_body,
+                                     depth=depth + 1, blocks_ext=blocks_ext)
             tops.append(len(blocks))
             if body is None:
                 blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
                                       _block_context(tok, kind, text, start)))
             else:
                 blocks.append(Section(start, end, _LEVEL_CONTAINER, "container", path))
-                a, b = tok.map
-                blocks += _sections(body, offsets[a:b + 1], text, path,
-                                    parse_body=parse_body, depth=depth + 1)
+                blocks += body
             if kind in ("table", "list"):
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1
-    blocks += _containers(blocks, tops, text, [start for _, start, _ in heads], indent)
+    if blocks_ext:
+        blocks += _containers(blocks, tops, text, [start for _, start, _ in heads], indent)
     return _heading_sections(heads, len(text)) + blocks
+
+
+def _plain_body(text: str, start: int, end: int, path: tuple[str, ...],
+                columns: int) -> list[Section] | None:
+    """The sections of the body `text[start:end]` (indented by `columns` spaces) when it is
+    one paragraph of lines that start with a letter, or one fenced code block: what
+    markdown-it would find, found without parsing (most bodies are one or the other).
+    None for anything else."""
+    if text.find("\t", start, end) != -1:
+        return None
+    stop = end - 1 if text[end - 1] == "\n" else end  # without the last newline
+    lead = _SPACES.match(text, start).end()  # every line has `columns` spaces at least
+    if lead - start - columns > 3:  # four more: code inside the body
+        return None
+    if _NOT_LETTER_LINE.search(text, start, stop) is None:
+        return [Section(start, end, _LEVEL_BLOCK, "paragraph", path)]
+    fence = _FENCE_OPEN.match(text, lead, stop)
+    nl = text.find("\n", lead, stop) if fence else -1
+    if nl == -1:
+        return None
+    mark = fence.group(1)
+    close = _fence_close(columns, mark[0], len(mark)).search(text, nl + 1, stop)
+    if close is None or close.end() != stop:  # unclosed, or more blocks after it
+        return None
+    return [Section(start, end, _LEVEL_BLOCK, "code", path, text[start:nl].strip())]
+
+
+@lru_cache(maxsize=None)
+def _fence_close(columns: int, char: str, length: int) -> re.Pattern:
+    """A line closing a fence of `length` `char`s in a body indented by `columns` spaces."""
+    return re.compile("^ {%d,%d}%s{%d,}[ \t]*$" % (columns, columns + 3, re.escape(char),
+                                                    length), re.M)
 
 
 def _body(tokens, tok, offsets: list[int], text: str, indent: int,
@@ -188,11 +232,20 @@ def _body(tokens, tok, offsets: list[int], text: str, indent: int,
     four columns of indentation that made it code (line i of the result is line
     `tok.map[0] + i` of the block's source)."""
     a, b = tok.map
+    block = text[offsets[a]:offsets[b]]
+    if "\t" not in block:  # the usual case: spaces only, one regex pass
+        return parse_body(_dedent(indent + 4).sub("", block.rstrip("\n")) + "\n")
     lines = []
     for j in range(a, b):
         line = text[offsets[j]:offsets[j + 1]]
         lines.append(line[_skip_indent(line, 0, indent + 4):].rstrip("\n"))
     return parse_body("\n".join(lines) + "\n")
+
+
+@lru_cache(maxsize=None)
+def _dedent(columns: int) -> re.Pattern:
+    """Up to `columns` spaces at the start of every line."""
+    return re.compile(f"^ {{1,{columns}}}", re.M)
 
 
 def _skip_indent(text: str, at: int, columns: int) -> int:
@@ -219,7 +272,9 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
         b = blocks[k]
         if b.kind != "paragraph":
             continue
-        at = _skip_indent(text, b.start, indent)
+        at = _skip_indent(text, b.start, indent) if indent else b.start
+        if text.find("/", at, at + 4) == -1:  # cheap: most paragraphs are neither
+            continue
         close = _CONTAINER_CLOSE.fullmatch(text, at, b.end)
         if close:
             slashes = len(close.group(1))

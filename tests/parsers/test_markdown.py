@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise import Chunker, ParseError, chunk_file, chunk_text
 from chunkwise.api import parse_bytes
@@ -248,3 +250,30 @@ def test_mkdocs_tab_titles_open_their_tab_and_title_its_later_pieces():
     assert later and all('\n=== "Left"' in c.context for c in later)
     assert any(c.context.endswith("| Method      | Description                          |")
                for c in later if "row" in c.kinds)
+
+
+_BODY_LINES = ["Some words here.", "more words", "`code` start", "* item", "1. first", "```",
+               "```py", "````", "~~~", "", "    indented", "---", "===", "<div>", "> quote",
+               "# head", '=== "Tab"', "\tTabbed", "  two spaces", "Word ``` inside"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_BODY_LINES), min_size=1, max_size=8),
+       st.sampled_from(['!!! note', '=== "Tab"', "??? tip"]))
+def test_plain_bodies_give_what_the_parser_gives(body, label):
+    """Bodies that look like one paragraph or one fence skip markdown-it: the sections must
+    be exactly those of the full parse."""
+    from chunkwise.parsers import markdown as mdp
+
+    md = f"# T\n\n{label}\n\n" + "".join(f"    {line}\n" if line else "\n" for line in body) \
+        + "\nAfter.\n"
+    key = lambda d: sorted((s.start, s.end, s.level, s.kind, s.path, s.context)
+                           for s in d.sections)
+    fast = key(mdp.parse(md.encode(), source="x.md"))
+    saved = mdp._plain_body
+    mdp._plain_body = lambda *a: None
+    try:
+        slow = key(mdp.parse(md.encode(), source="x.md"))
+    finally:
+        mdp._plain_body = saved
+    assert fast == slow
