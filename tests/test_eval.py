@@ -108,6 +108,10 @@ def test_score_and_summarise():
     m = summarise([r, r2], (1, 3))
     assert m["hit@1"] == 0.0 and m["hit@3"] == 1.0 and m["source_hit@3"] == 1.0
     assert m["mrr"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert m["answerable"] == 1.0
+    # a question whose span no stored chunk reaches: not answerable, whatever is retrieved
+    r3 = _score(_q(line=3, start=200, end=210), "a.md", chunks, stored, (1, 3), None)
+    assert r3.n_relevant == 0 and summarise([r, r3], (1, 3))["answerable"] == 0.5
     assert m["ndcg@3"] == pytest.approx(
         (0.5 + (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3) + 0.5)) / 2)
     assert m["recall@3"] == 1.0  # only the question with a span counts
@@ -127,6 +131,10 @@ def test_relevance_rules():
     assert got["overlap"].relevant == [True, True, True] and got["overlap"].rank == 1
     assert got["most"].relevant == [False, True, True] and got["most"].rank == 2
     assert got["whole"].relevant == [False, False, True] and got["whole"].rank == 3
+    # answerable follows the rule: only the whole-document chunk holds all of the span
+    split = [(0, 6), (6, 12), (12, 19)]
+    assert [_score(q, "a.md", chunks, split, (3,), count, rule).n_relevant > 0
+            for rule in ("overlap", "most", "whole")] == [True, True, False]
     # relevant chunks in the collection, under the same rule: (12, 19) holds "kl" (2 units)
     assert [got[r].n_relevant for r in ("overlap", "most", "whole")] == [4, 2, 1]
     # exactly half is enough for `most`: "efgh" of "efgh ijkl"
@@ -478,7 +486,7 @@ def test_eval_compare_on_small_corpus(tmp_path):
                "--db", str(tmp_path / "cmp"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
-    assert out[0].split()[:2] == ["strategy", "hit@1"]
+    assert out[0].split()[:2] == ["strategy", "hit@1"] and "answerable" in out[0]
     assert {out[1].split()[0], out[2].split()[0]} == {"structure", "fixed"}
     # the first strategy listed against the other, question by question
     assert out[4].startswith("structure minus each other strategy")

@@ -165,17 +165,19 @@ def format_report(r: Any) -> str:
         lines.append(f"{k:>4}  {_f(m[f'hit@{k}']):>6}  {_f(m[f'source_hit@{k}']):>7}  "
                      f"{_f(m[f'ndcg@{k}']):>6}  {_f(m.get(f'recall@{k}')):>6}  "
                      f"{_f(m.get(f'precision@{k}')):>9}  {_f(m.get(f'iou@{k}')):>6}")
-    lines.append(f"MRR@{max(r.ks)}: {_f(m['mrr'])}")
+    lines.append(f"MRR@{max(r.ks)}: {_f(m['mrr'])}; answerable (a relevant chunk exists): "
+                 f"{_f(m['answerable'])}")
     return "\n".join(lines)
 
 
 def format_comparison(reports: Sequence[Any]) -> str:
     """Strategies, best first: hit@k for every k, MRR, then NDCG/recall/precision/IoU at
-    k = 5 (or the largest k below it, else the smallest), chunk count and mean tokens."""
+    k = 5 (or the largest k below it, else the smallest), answerable, chunk count and mean
+    tokens."""
     ks = reports[0].ks
     at = _report_k(ks)
     cols = [f"hit@{k}" for k in ks] + ["mrr", f"ndcg@{at}", f"recall@{at}",
-                                        f"precision@{at}", f"iou@{at}"]
+                                        f"precision@{at}", f"iou@{at}", "answerable"]
     width = max(8, *(len(r.strategy or r.collection) for r in reports))
     head = f"{'strategy':<{width}}  " + "  ".join(f"{c:>{max(6, len(c))}}" for c in cols)
     head += f"  {'chunks':>7}  {'tokens':>6}"

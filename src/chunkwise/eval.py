@@ -40,6 +40,9 @@ if the question has a reference span, holds enough of it, by the rule chosen (`r
 - `hit@k`: a relevant chunk is among the top k; `source_hit@k`: a chunk of the expected
   source is (the same thing for questions without a span).
 - `mrr`: mean of 1 / rank of the first relevant chunk within the top max(k) (0 if none).
+- `answerable`: the share of questions for which the collection holds a relevant chunk at
+  all, ranked or not: the ceiling of hit@k, set by the chunking alone. Under `whole` it is
+  the share of answers that some chunk holds in one piece.
 - `ndcg@k`: binary-relevance DCG of the top k, sum of 1 / log2(rank + 1) over relevant
   ranks, divided by the ideal DCG of min(k, R) relevant chunks, where R is the number of
   relevant chunks the collection holds (known exactly from the stored offsets).
@@ -593,6 +596,7 @@ def summarise(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
         out[f"source_hit@{k}"] = sum(r.source_rank is not None and r.source_rank <= k
                                      for r in results) / n
     out["mrr"] = sum(reciprocal_rank(r.relevant) for r in results) / n
+    out["answerable"] = sum(r.n_relevant > 0 for r in results) / n
     for k in ks:
         out[f"ndcg@{k}"] = sum(ndcg(r.relevant, k, r.n_relevant) for r in results) / n
     spanned = [r for r in results if r.scores]
