@@ -44,8 +44,8 @@ _LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
 _CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
 _FENCE_OPEN = re.compile(r"(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
-#: the start of a line whose first character (after spaces) is not a letter, or a blank line
 _SPACES = re.compile(" *")
+#: the start of a line whose first character (after spaces) is not a letter, or a blank line
 _NOT_LETTER_LINE = re.compile(r"^ *(?=[^ ])(?![^\W\d_])", re.M)
 _LEVEL_CONTAINER = 55  # above the blocks it holds, below front matter and headings
 #: admonitions in tabs in admonitions…: bodies deeper than this stay indented code (each
@@ -90,19 +90,19 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
     # What `md.parse` does, minus the core rules (none needed, see `_markdown`), keeping the
     # line starts markdown-it computes anyway (they index `Token.map`; the fake line past
     # the end starts at len(text)), and starting after the front matter.
-    state = State(text, md) if _fast else StateBlock(text, md, {}, [])
+    def new_state(src: str):
+        return State(src, md) if _fast else StateBlock(src, md, {}, [])
+
+    def parse_body(body: str) -> list:  # an MkDocs body, see `_sections`
+        sub = new_state(body)
+        md.block.tokenize(sub, 0, sub.lineMax)
+        return sub.tokens
+
+    state = new_state(text)
     starts = list(state.bMarks)
     title, body_line, sections = _front_matter(text, starts)
     try:
         md.block.tokenize(state, body_line, state.lineMax)
-    except RecursionError as e:
-        raise ParseError(source, "Markdown nested too deeply") from e
-    def parse_body(body: str) -> list:
-        sub = State(body, md) if _fast else StateBlock(body, md, {}, [])
-        md.block.tokenize(sub, 0, sub.lineMax)
-        return sub.tokens
-
-    try:
         sections += _sections(state.tokens, starts, text, (title,) if title else (),
                               parse_body=parse_body, blocks_ext="///" in text)
     except RecursionError as e:
@@ -176,7 +176,7 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
                 body = _plain_body(text, start, end, path, indent + 4)
                 if body is None:
                     a, b = tok.map
-                    body = _sections(_body(tokens, tok, offsets, text, indent, parse_body),
+                    body = _sections(_body(tok, offsets, text, indent, parse_body),
                                      offsets[a:b + 1], text, path, parse_body=parse_body,
                                      depth=depth + 1, blocks_ext=blocks_ext)
             tops.append(len(blocks))
@@ -226,7 +226,7 @@ def _fence_close(columns: int, char: str, length: int) -> re.Pattern:
                                                     length), re.M)
 
 
-def _body(tokens, tok, offsets: list[int], text: str, indent: int,
+def _body(tok, offsets: list[int], text: str, indent: int,
           parse_body: Callable[[str], list]) -> list:
     """The tokens of an indented block parsed as Markdown: each of its lines without the
     four columns of indentation that made it code (line i of the result is line

@@ -25,19 +25,13 @@ import re
 #: then skips ahead to the next terminator instead of trying both branches at every
 #: character): five times faster, the same matches (tested against the plain pattern).
 _END = re.compile(r"[.!?…。！？](?:(?<=[.!?…])[.!?…]*[\"'”’»)\]]*(?=\s)|(?<=[。！？])[。！？]*[」』”’)\]]*)")
-#: hard breaks, the plain way: a blank line, the end of a Markdown heading line, a newline
-#: before a list item, heading, quote, table row or code fence (kept as the reference)
-_HARD = re.compile(
-    r"\n[ \t]*\n"  # blank line
-    r"|^[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$"  # a Markdown heading line: its end
-    r"|\n(?=[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```|~~~))",
-    re.M,
-)
-#: the same breaks found by three patterns that each start with a literal `\n` or are anchored,
-#: so the regex engine jumps from newline to newline instead of trying `^` at every
-#: character: six times faster on prose, the same cuts (tested against `_HARD`). A heading
-#: match never holds a newline and never starts inside a blank-line match, so the three
-#: searches cannot hide a match from each other.
+#: hard breaks: a blank line, the end of a Markdown heading line, a newline before a list
+#: item, heading, quote, table row or code fence. One plain pattern would say it, but with
+#: `^` tried at every character; three patterns that each start with a literal `\n` or are
+#: anchored let the regex engine jump from newline to newline: six times faster on prose,
+#: the same cuts (a test checks them against the plain pattern). A heading match never
+#: holds a newline and never starts inside a blank-line match, so the three searches cannot
+#: hide a match from each other.
 _BREAK = re.compile(r"\n(?:[ \t]*\n|(?=[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```|~~~)))")
 _HEADING_AFTER_NEWLINE = re.compile(r"\n[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.M)
 _HEADING_HERE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.M)
@@ -83,11 +77,11 @@ def sentence_cuts(text: str, start: int, end: int) -> list[int]:
 
 
 def hard_breaks(text: str, start: int, end: int) -> set[int]:
-    """Ends of the matches of `_HARD` in `text[start:end]` (found faster, see `_BREAK`)."""
+    """Offsets just after each hard break in `text[start:end]` (see `_BREAK`)."""
     cuts = {m.end() for m in _BREAK.finditer(text, start, end)}
     cuts.update(m.end() for m in _HEADING_AFTER_NEWLINE.finditer(text, start, end))
     if start < min(end, len(text)) and (start == 0 or text[start - 1] == "\n"):
-        # where `^` of `_HARD` matches at `start`
+        # a heading line at `start` itself (where `^` would match)
         head = _HEADING_HERE.match(text, start, end)
         if head:
             cuts.add(head.end())
