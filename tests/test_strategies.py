@@ -22,7 +22,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 
 from chunkwise import ConfigError
 from chunkwise.api import CHUNKER_VERSION, Chunker, parse_bytes
-from chunkwise.sizing import token_starts
+from chunkwise.sizing import MAX_CHARS_PER_TOKEN, token_starts
 from chunkwise.strategies import semantic as semantic_module
 from chunkwise.strategies.llm import parse_answer
 from chunkwise.strategies.sentences import sentence_spans
@@ -296,6 +296,30 @@ def test_fixed_cuts_at_token_boundaries_never_inside_a_character(tokenizer):
         assert c.end in starts or text[c.end].isspace(), c.end
     # windows are nearly full: fixed size, not sentence packing
     assert sum(c.tokens for c in chunks[:-1]) / (len(chunks) - 1) > 32 * 0.85
+
+
+# -- every strategy -------------------------------------------------------------------------
+SPARSE_RUN = "x" * 30_000  # to WordPiece one [UNK] token: any budget holds it in tokens
+
+
+@pytest.mark.parametrize("strategy, extra", [
+    ("structure", {}), ("fixed", {}), ("sentence", {}), ("recursive", {}),
+    ("semantic", {"embedder": bag_of_words}), ("llm", {"llm": ScriptedLLM(script=lambda p: "[1]")}),
+    ("structure", {"overlap": 8}), ("fixed", {"overlap": 8}),
+])
+def test_text_sparse_in_tokens_is_still_cut(strategy, extra):
+    """A chunk never holds more than MAX_CHARS_PER_TOKEN characters per budget token, even
+    where the text costs almost no tokens (a 50 MB line without a space was one chunk)."""
+    md = (f"# Sparse\n\nA sentence before it. {SPARSE_RUN}\n\nA short paragraph.\n\n"
+          f"## Next\n\nWords, then {SPARSE_RUN[:9000]} and words.\n").encode()
+    chunker = Chunker(max_tokens=64, strategy=strategy, **extra)
+    check = check_contract if strategy in ("structure", "semantic") and not chunker.overlap \
+        else check_1235
+    chunks = check(md, "sparse.md", chunker, "markdown")
+    cap = 64 * MAX_CHARS_PER_TOKEN
+    assert max(len(c.text) for c in chunks) <= cap
+    assert sum("x" * 100 in c.text for c in chunks) >= (30_000 + 9_000) // cap
+    assert any(c.text.startswith("A short paragraph.") for c in chunks)
 
 
 # -- sentence, recursive --------------------------------------------------------------------

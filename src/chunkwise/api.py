@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 from .errors import ChunkwiseError, ConfigError, ParseError
 from .fitter import Fitter, Piece
 from .model import Chunk, ParsedDocument
-from .sizing import get_sizer
+from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
 from .strategies import STRATEGIES
 from .textio import LineCounter
 
@@ -29,7 +29,7 @@ _LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 13
+CHUNKER_VERSION = 14
 _DEFAULT_LLM_TIMEOUT = 60.0
 
 
@@ -202,12 +202,15 @@ class Chunker:
 
 def _with_overlap(pieces: list[Piece], text: str, count, overlap: int, budget: int) -> list[Piece]:
     """Extend each chunk back over the tail of the previous one, up to `overlap` tokens,
-    starting at a word; the budget still holds (it was reserved while packing)."""
+    starting at a word; the budget still holds (it was reserved while packing), and so does
+    the cap on characters (`MAX_CHARS_PER_TOKEN`)."""
     out = pieces[:1]
     for prev, cur in zip(pieces, pieces[1:]):
-        starts = [i for i in range(prev.start + 1, cur.start)
+        first = max(prev.start, cur.end - budget * MAX_CHARS_PER_TOKEN)
+        starts = [i for i in range(first + 1, cur.start)
                   if not text[i].isspace() and text[i - 1].isspace()]
-        starts = [prev.start, *starts]
+        if first == prev.start:
+            starts.insert(0, first)
         lo, hi = 0, len(starts)  # smallest index whose tail fits the overlap and the budget
         while lo < hi:
             mid = (lo + hi) // 2

@@ -24,7 +24,7 @@ from itertools import accumulate
 from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
-from .sizing import Sizer, limit_tokens
+from .sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
 from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks, trim
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
@@ -32,8 +32,6 @@ from .tokenindex import SpanCounter, span_counter
 #: leaf split levels below this one are characters
 _CHARS = len(PROSE_LEVELS)
 _STRUCTURAL = frozenset({"document", "section"})
-#: a character-level piece is never longer than this many characters per budget token
-_MAX_CHARS_PER_TOKEN = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +86,7 @@ class Fitter:
     def __init__(self, sizer: Sizer, max_tokens: int, *, context_share: float = 0.5) -> None:
         self.sizer = sizer
         self.budget = max_tokens
+        self.max_chars = max_tokens * MAX_CHARS_PER_TOKEN
         self.context_limit = max(1, int(max_tokens * context_share))
 
     # -- public -------------------------------------------------------------------------
@@ -128,7 +127,7 @@ class Fitter:
         over = self.sizer.overhead
         # A leaf far longer than the budget in characters will be split anyway: do not
         # count it (its pieces are counted when it is split), estimate it as oversized.
-        too_long = self.budget * _MAX_CHARS_PER_TOKEN // 2
+        too_long = self.max_chars // 2
         est: dict[int, int] = {}
         leaves = []
         for n in order:
@@ -202,9 +201,9 @@ class Fitter:
                 left = rest(i)
                 if over + ccost + left > budget:
                     limit = over + ccost + left / -(-left // max(1, budget - over - ccost))
-            total, j = over + ccost, i
+            total, j, reach = over + ccost, i, units[i].start + self.max_chars
             while j < n and (_takes(total, units[j].est - over, budget if j == i else limit,
-                                    budget) and (j == i or not stop[j])):
+                                    budget) and (j == i or not stop[j] and units[j].end <= reach)):
                 total += units[j].est - over
                 j += 1
             if j == i and units[i].est - over + ccost <= budget * 1.25:
@@ -212,7 +211,7 @@ class Fitter:
             cand = None
             while j > i:
                 cand = self._measure(units, i, j, chain)
-                if cand is None or cand.tokens <= budget:
+                if cand is None or self._fits(cand):
                     break
                 # too big: drop at least one unit, and as many as the excess needs
                 excess, j = cand.tokens - budget - (units[j - 1].est - over), j - 1
@@ -225,10 +224,10 @@ class Fitter:
                 i += 1
                 continue
             # estimates run high: take more whole units while the exact count allows
-            while (cand is not None and j < n and not stop[j]
+            while (cand is not None and j < n and not stop[j] and units[j].end <= reach
                    and _takes(cand.tokens, units[j].est - over, limit, budget)):
                 bigger = self._measure(units, i, j + 1, chain)
-                if bigger is None or bigger.tokens > budget:
+                if bigger is None or not self._fits(bigger):
                     break
                 cand, j = bigger, j + 1
             if cand is not None and j < n and not stop[j]:  # the budget forced this cut
@@ -288,6 +287,11 @@ class Fitter:
         context, _ = self._context(chain, chain[-1], start)
         return _Candidate(start, end, context, self._count(context, start, end), chain)
 
+    def _fits(self, cand: _Candidate) -> bool:
+        """Whether a candidate may be a chunk: within the budget, and not longer in
+        characters than `max_chars` (see `MAX_CHARS_PER_TOKEN`)."""
+        return cand.tokens <= self.budget and cand.end - cand.start <= self.max_chars
+
     def _piece(self, cand: _Candidate, units: list[_Unit], i: int, j: int) -> Piece:
         """The planned chunk of a candidate that is emitted (kinds and meta only now: they
         walk the units' subtrees)."""
@@ -299,10 +303,12 @@ class Fitter:
     def _split_chars(self, a: int, b: int, chain: tuple[Node, ...]) -> list[tuple]:
         """Last resort: the longest prefix that fits, by binary search on exact counts."""
         plan: list[tuple] = []
-        cap = self.budget * _MAX_CHARS_PER_TOKEN
+        cap = self.max_chars
         while a < b:
             context, _ = self._context(chain, chain[-1], a)
             lo, hi = a + 1, min(b, a + cap)
+            if self._count(context, a, hi) <= self.budget:  # too sparse: cut at the cap
+                lo = hi
             while lo < hi:  # largest end in [lo, hi] that fits
                 mid = (lo + hi + 1) // 2
                 if self._count(context, a, mid) <= self.budget:

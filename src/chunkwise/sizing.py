@@ -18,6 +18,10 @@ from .errors import ConfigError, MissingDependencyError
 
 TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base")
 BUILTIN = ("minilm", *TIKTOKEN_ENCODINGS, "chars")
+#: a chunk never holds more characters than this per budget token, whatever its count: text
+#: that tokenizes sparser (to WordPiece a 50 MB run without a space is one [UNK] token) is
+#: cut anyway, so that no chunk grows without bound (real prose runs 4 to 7 per token)
+MAX_CHARS_PER_TOKEN = 32
 _tiktoken_lock = threading.Lock()
 
 

@@ -16,13 +16,11 @@ from typing import Callable, Sequence
 
 from ..fitter import Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
-from ..sizing import Sizer, limit_tokens
+from ..sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
 from ..splitting import Splitter
 from ..structure import Node, build_tree
 
 _STRUCTURAL = frozenset({"document", "section"})
-#: a character-level piece is never longer than this many characters per budget token
-_MAX_CHARS_PER_TOKEN = 32
 
 
 class SectionIndex:
@@ -31,6 +29,7 @@ class SectionIndex:
     def __init__(self, doc: ParsedDocument, sizer: Sizer, budget: int, *,
                  root: Node | None = None, context_share: float = 0.5) -> None:
         self.doc, self.text, self.sizer, self.budget = doc, doc.text, sizer, budget
+        self.max_chars = budget * MAX_CHARS_PER_TOKEN
         self.context_limit = max(1, int(budget * context_share))
         self.chains: list[tuple[Node, ...]] = []
         root = root or build_tree(doc)
@@ -119,8 +118,8 @@ class SpanPacker:
         i, n = 0, len(spans)
         while i < n:
             ctx, ccost = index.context_at(spans[i][0])
-            total, j = over + ccost, i
-            while j < n and total + ests[j] - over <= budget:
+            total, j, reach = over + ccost, i, spans[i][0] + index.max_chars
+            while j < n and total + ests[j] - over <= budget and spans[j][1] <= reach:
                 total += ests[j] - over
                 j += 1
             if j == i and ests[i] - over + ccost <= budget * 1.25:
@@ -128,7 +127,7 @@ class SpanPacker:
             tokens = 0
             while j > i:
                 tokens = index.count(ctx, spans[i][0], spans[j - 1][1])
-                if tokens <= budget:
+                if tokens <= budget and spans[j - 1][1] <= reach:
                     break
                 # too big: drop at least one unit, and as many as the excess needs
                 excess, j = tokens - budget - (ests[j - 1] - over), j - 1
@@ -139,7 +138,8 @@ class SpanPacker:
                 plan.append(("split", spans[i][0], spans[i][1], level + 1))
                 i += 1
                 continue
-            while j < n and tokens + ests[j] - over <= budget:  # estimates run high
+            while (j < n and tokens + ests[j] - over <= budget  # estimates run high
+                   and spans[j][1] <= reach):
                 more = index.count(ctx, spans[i][0], spans[j][1])
                 if more > budget:
                     break
@@ -154,10 +154,12 @@ def split_chars(index: SectionIndex, a: int, b: int) -> list[Piece]:
     A prefix of one character always fits (the context takes at most half the budget)."""
     out: list[Piece] = []
     text, budget = index.text, index.budget
-    cap = budget * _MAX_CHARS_PER_TOKEN
+    cap = index.max_chars
     while a < b:
         ctx, _ = index.context_at(a)
         lo, hi = a + 1, min(b, a + cap)
+        if index.count(ctx, a, hi) <= budget:  # text too sparse in tokens: cut at the cap
+            lo = hi
         while lo < hi:  # largest end in [lo, hi] that fits
             mid = (lo + hi + 1) // 2
             if index.count(ctx, a, mid) <= budget:

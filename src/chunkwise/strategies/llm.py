@@ -219,7 +219,7 @@ class LLMStrategy:
             a, b = pieces[s][0], pieces[e - 1][1]
             ctx, _ = index.context_at(a)
             tokens = index.count(ctx, a, b)
-            if tokens > budget:
+            if tokens > budget or b - a > index.max_chars:
                 return None, "over budget"
             chunks.append(index.piece(a, b, ctx, tokens))
         return chunks, ""

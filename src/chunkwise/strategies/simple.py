@@ -6,6 +6,8 @@ it starts in (empty for code), counted in the budget like every context.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..fitter import Piece
 from ..model import ParsedDocument
 from ..sizing import Sizer, token_starts
@@ -29,7 +31,9 @@ def plan_recursive(doc: ParsedDocument, sizer: Sizer, budget: int) -> list[Piece
 def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: int,
                overlap: int = 0) -> list[Piece]:
     """Windows of as many tokens as fit the budget (context included), cut at token
-    boundaries; each window starts `overlap` tokens before the previous one ends.
+    boundaries; each window starts `overlap` tokens before the previous one ends. A token
+    longer than the window's room in characters (see `MAX_CHARS_PER_TOKEN`) is cut at
+    characters.
 
     Token boundaries come from tokenizing the whole text once; a window is then counted
     exactly on its own embed text (a substring may tokenize differently at its edges) and
@@ -46,7 +50,7 @@ def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: int,
             break
         ctx, ccost = index.context_at(a)
         room = max(1, budget - sizer.overhead - ccost)
-        u = min(t + room, last)
+        u = min(t + room, last, bisect_right(cuts, a + index.max_chars, t + 1) - 1)
         while u > t:
             s, e = trim(text, a, cuts[u])
             if s >= e:
@@ -56,7 +60,7 @@ def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: int,
                 out.append(index.piece(s, e, ctx, tokens))
                 break
             u = max(t, u - max(1, (tokens - budget) // 2))
-        if u <= t:  # not even one token fits beside the context: cut characters
+        if u <= t:  # not even one token fits (beside the context, in max_chars): characters
             out.extend(split_chars(index, a, cuts[t + 1]))
             u = t + 1
         if u >= last:
