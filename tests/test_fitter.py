@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise.api import parse_bytes
 from chunkwise.fitter import Fitter
-from chunkwise.sizing import get_sizer
+from chunkwise.sizing import Sizer, get_sizer
+from chunkwise.splitting import longest_fit
 from chunkwise.tokenindex import _tiktoken_builder
 
 from conftest import FIXTURES
@@ -123,3 +126,39 @@ def test_a_heading_stays_with_indented_content_that_must_be_split():
     pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
     assert len(pieces) > 2
     assert "result_0" in text[pieces[0].start:pieces[0].end]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 50), st.integers(0, 400), st.integers(0, 400), st.integers(-10, 500))
+def test_longest_fit_finds_the_last_fitting_end(lo, span, limit, guess):
+    """The galloping search gives what a scan gives, wherever its guess lands."""
+    hi, last = lo + span, lo + min(span, limit)  # fits(end) for end <= last
+    calls = []
+
+    def fits(end):
+        calls.append(end)
+        assert lo <= end <= hi
+        return end <= last
+
+    assert longest_fit(fits, lo, hi, guess) == last
+    assert len(calls) <= 4 * (span.bit_length() + 1)
+
+
+def test_character_split_of_a_long_dense_line_counts_spans_near_its_pieces():
+    """A line with no space to cut at is cut at characters, each piece searched from the
+    length of the one before: a few counts of about a piece each, not a bisection over the
+    whole character cap (a 2 MB one-line list literal took 33 s, now about a third)."""
+    text = "x = [" + ",".join(str(i) for i in range(20_000)) + "]\n"
+    real = get_sizer("minilm")
+    counted = []
+
+    def count(s):
+        counted.append(len(s))
+        return real.count(s)
+
+    spy = Sizer("spy", count, lambda texts: [count(t) for t in texts], real.overhead)
+    doc = parse_bytes(text.encode(), source="long.py")
+    pieces = Fitter(spy, 256).fit(doc)
+    assert all(p.tokens <= 256 for p in pieces) and len(pieces) > 50
+    mean_piece = sum(p.end - p.start for p in pieces) / len(pieces)
+    assert sum(counted) < 12 * mean_piece * len(pieces)

@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
-from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks, trim
+from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks, longest_fit, trim
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
 
@@ -301,20 +301,15 @@ class Fitter:
                      self._kinds(chain, run), self._meta(chain, run))
 
     def _split_chars(self, a: int, b: int, chain: tuple[Node, ...]) -> list[tuple]:
-        """Last resort: the longest prefix that fits, by binary search on exact counts."""
+        """Last resort: successive longest prefixes that fit, searched on exact counts from
+        the previous prefix's length (`longest_fit`)."""
         plan: list[tuple] = []
-        cap = self.max_chars
+        guess = self.budget * 4
         while a < b:
             context, _ = self._context(chain, chain[-1], a)
-            lo, hi = a + 1, min(b, a + cap)
-            if self._count(context, a, hi) <= self.budget:  # too sparse: cut at the cap
-                lo = hi
-            while lo < hi:  # largest end in [lo, hi] that fits
-                mid = (lo + hi + 1) // 2
-                if self._count(context, a, mid) <= self.budget:
-                    lo = mid
-                else:
-                    hi = mid - 1
+            lo = longest_fit(lambda end: self._count(context, a, end) <= self.budget,
+                             a + 1, min(b, a + self.max_chars), a + guess)
+            guess = lo - a
             s, e = self._trim(a, lo)
             if s < e:
                 plan.append(("emit", Piece(s, e, context, self._count(context, s, e), chain[-1],

@@ -94,6 +94,33 @@ def join_marks(text: str, a: int, cuts: list[int], b: int) -> list[int]:
     return kept
 
 
+def longest_fit(fits: Callable[[int], bool], lo: int, hi: int, guess: int) -> int:
+    """The largest `end` in `[lo, hi]` with `fits(end)`, for a `fits` that holds at `lo` and
+    turns false at most once. The search starts at `guess` (the length of the previous
+    piece, say) and gallops from there before it bisects, so that on text of even density
+    it counts a few spans of about the answer's length, not spans up to `hi`."""
+    probe = min(max(guess, lo + 1), hi)
+    if probe <= lo:
+        return lo
+    if not fits(probe):
+        hi = probe - 1
+    else:
+        lo, step = probe, max(16, (probe - lo) // 8)
+        while lo < hi:
+            probe = min(hi, lo + step)
+            if not fits(probe):
+                hi = probe - 1
+                break
+            lo, step = probe, step * 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def is_prose(fmt: str, kinds: Iterable[str]) -> bool:
     """Whether text of format `fmt` inside sections of these kinds (a leaf and its
     ancestors) is prose."""

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from ..fitter import Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
 from ..sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
-from ..splitting import Splitter
+from ..splitting import Splitter, longest_fit
 from ..structure import Node, build_tree
 
 _STRUCTURAL = frozenset({"document", "section"})
@@ -150,22 +150,17 @@ class SpanPacker:
 
 
 def split_chars(index: SectionIndex, a: int, b: int) -> list[Piece]:
-    """Last resort: successive longest prefixes that fit, by binary search on exact counts.
-    A prefix of one character always fits (the context takes at most half the budget)."""
+    """Last resort: successive longest prefixes that fit, searched on exact counts
+    (`longest_fit`). A prefix of one character always fits (the context takes at most half
+    the budget)."""
     out: list[Piece] = []
     text, budget = index.text, index.budget
-    cap = index.max_chars
+    guess = budget * 4
     while a < b:
         ctx, _ = index.context_at(a)
-        lo, hi = a + 1, min(b, a + cap)
-        if index.count(ctx, a, hi) <= budget:  # text too sparse in tokens: cut at the cap
-            lo = hi
-        while lo < hi:  # largest end in [lo, hi] that fits
-            mid = (lo + hi + 1) // 2
-            if index.count(ctx, a, mid) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
+        lo = longest_fit(lambda end: index.count(ctx, a, end) <= budget,
+                         a + 1, min(b, a + index.max_chars), a + guess)
+        guess = lo - a
         s, e = trim(text, a, lo)
         if s < e:
             tokens = index.count(ctx, s, e)
