@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Callable
 
@@ -90,25 +90,33 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
     # What `md.parse` does, minus the core rules (none needed, see `_markdown`), keeping the
     # line starts markdown-it computes anyway (they index `Token.map`; the fake line past
     # the end starts at len(text)), and starting after the front matter.
-    def new_state(src: str):
-        return State(src, md) if _fast else StateBlock(src, md, {}, [])
-
-    def parse_body(body: str) -> list:  # an MkDocs body, see `_sections`
-        sub = new_state(body)
-        md.block.tokenize(sub, 0, sub.lineMax)
-        return sub.tokens
-
-    state = new_state(text)
+    state = State(text, md) if _fast else StateBlock(text, md, {}, [])
     starts = list(state.bMarks)
     title, body_line, sections = _front_matter(text, starts)
     try:
         md.block.tokenize(state, body_line, state.lineMax)
         sections += _sections(state.tokens, starts, text, (title,) if title else (),
-                              parse_body=parse_body, blocks_ext="///" in text)
+                              parse_body=partial(_tokenize_body, md, state),
+                              blocks_ext="///" in text)
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
                           sections=tuple(sections), title=title, warnings=tuple(warnings))
+
+
+def _tokenize_body(md, state, a: int, b: int, columns: int) -> list:
+    """The tokens of lines [a, b) of `state` (an MkDocs body, see `_sections`) read as a
+    document of their own, without their first `columns` columns of indentation: the
+    tokens of a second parse of the dedented lines, without a dedented copy. markdown-it
+    measures every indentation from `blkIndent`, and `columns` is a multiple of four, where
+    tab stops fall; `lineMax` ends the body as the end of a text would (a paragraph reads
+    on to `lineMax`); the rest is a fresh state's. Line numbers in the tokens' maps are the
+    whole text's. Call it only once the whole text is tokenized (nothing is restored)."""
+    state.tokens, state.level, state.line = [], 0, a
+    state.blkIndent, state.lineMax = columns, b
+    state.parentType, state.listIndent, state.ddIndent, state.tight = "root", -1, -1, False
+    md.block.tokenize(state, a, b)
+    return state.tokens
 
 
 def _front_matter(text: str, starts: list[int]) -> tuple[str, int, list[Section]]:
@@ -128,17 +136,18 @@ def _fold(title: str) -> str:
 
 
 def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
-              parse_body: Callable[[str], list] | None = None, depth: int = 0,
-              blocks_ext: bool = True) -> list[Section]:
+              parse_body: Callable[[int, int, int], list] | None = None,
+              depth: int = 0, blocks_ext: bool = True) -> list[Section]:
     """Heading sections, top-level blocks and their items or rows, in one walk over the
     top-level tokens. Those follow each other; an opening token's closing one is the next
     token at level 0, found with `list.index` (most tokens are nested ones).
 
-    `offsets[i]`: where line i of the tokens' source starts in `text`. The body of an MkDocs
-    admonition or tab (the indented block after its `label`) is, to CommonMark, indented
-    code: with `parse_body`, its lines are parsed again without their indentation, down to
-    `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the blocks found (`depth`: the
-    level of this call; headings in a body are paragraphs, they cannot end sections).
+    `offsets[i]`: where line i of `text` starts. The body of an MkDocs admonition or tab
+    (the indented block after its `label`) is, to CommonMark, indented code: with
+    `parse_body` (lines, columns -> tokens), its lines are parsed again without their
+    indentation, down to `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the
+    blocks found (`depth`: the level of this call; headings in a body are paragraphs, they
+    cannot end sections).
     `blocks_ext`: whether to look for pymdownx blocks (`_containers`) at all."""
     indent = 4 * depth  # spaces before the lines of this body in `text`
     levels = list(map(_TOKEN_LEVEL, tokens))
@@ -175,10 +184,9 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
                     and depth < _MAX_BODY_DEPTH and blocks[tops[-1]].kind == "label":
                 body = _plain_body(text, start, end, path, indent + 4)
                 if body is None:
-                    a, b = tok.map
-                    body = _sections(_body(tok, offsets, text, indent, parse_body),
-                                     offsets[a:b + 1], text, path, parse_body=parse_body,
-                                     depth=depth + 1, blocks_ext=blocks_ext)
+                    body = _sections(parse_body(*tok.map, indent + 4), offsets, text, path,
+                                     parse_body=parse_body, depth=depth + 1,
+                                     blocks_ext=blocks_ext)
             tops.append(len(blocks))
             if body is None:
                 blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
@@ -224,28 +232,6 @@ def _fence_close(columns: int, char: str, length: int) -> re.Pattern:
     """A line closing a fence of `length` `char`s in a body indented by `columns` spaces."""
     return re.compile("^ {%d,%d}%s{%d,}[ \t]*$" % (columns, columns + 3, re.escape(char),
                                                     length), re.M)
-
-
-def _body(tok, offsets: list[int], text: str, indent: int,
-          parse_body: Callable[[str], list]) -> list:
-    """The tokens of an indented block parsed as Markdown: each of its lines without the
-    four columns of indentation that made it code (line i of the result is line
-    `tok.map[0] + i` of the block's source)."""
-    a, b = tok.map
-    block = text[offsets[a]:offsets[b]]
-    if "\t" not in block:  # the usual case: spaces only, one regex pass
-        return parse_body(_dedent(indent + 4).sub("", block.rstrip("\n")) + "\n")
-    lines = []
-    for j in range(a, b):
-        line = text[offsets[j]:offsets[j + 1]]
-        lines.append(line[_skip_indent(line, 0, indent + 4):].rstrip("\n"))
-    return parse_body("\n".join(lines) + "\n")
-
-
-@lru_cache(maxsize=None)
-def _dedent(columns: int) -> re.Pattern:
-    """Up to `columns` spaces at the start of every line."""
-    return re.compile(f"^ {{1,{columns}}}", re.M)
 
 
 def _skip_indent(text: str, at: int, columns: int) -> int:
