@@ -39,6 +39,8 @@ _TOKEN_LEVEL = attrgetter("level")
 #: an admonition (`!!! note "Title"`) or a collapsible block (`??? tip`, `???+ tip`) of
 #: Python-Markdown's extensions (MkDocs, Material for MkDocs)
 _LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
+#: the first character of a line that is a label (or, indented, may hold one): a cheap test
+_LABEL_FIRST = frozenset(" \t=!?")
 #: the first line of a block of pymdownx's Blocks extension (FastAPI's docs: `/// tip`,
 #: `/// note | Technical Details`, `//// tab | Linux`), closed by a line of as many slashes
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
@@ -51,6 +53,8 @@ _LEVEL_CONTAINER = 55  # above the blocks it holds, below front matter and headi
 #: admonitions in tabs in admonitions…: bodies deeper than this stay indented code (each
 #: level parses its body again, so the work is at most this many passes over the text)
 _MAX_BODY_DEPTH = 4
+#: kinds of block with a context (`_block_context`), and with children (`_children`)
+_CONTEXT_KINDS, _CHILD_KINDS = frozenset({"table", "code"}), frozenset({"table", "list"})
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
     "fence": "code", "code_block": "code", "table_open": "table",
@@ -160,10 +164,11 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
     while i < n:
         tok = tokens[i]
         close = levels.index(0, i + 1) if tok.nesting == 1 else i
-        kind = _BLOCK_KINDS.get(tok.type)
-        if tok.map is None:
+        lines, ttype = tok.map, tok.type
+        kind = _BLOCK_KINDS.get(ttype)
+        if lines is None:
             pass
-        elif tok.type == "heading_open" and not depth:
+        elif ttype == "heading_open" and not depth:
             level = int(tok.tag[1])
             while stack and stack[-1][0] >= level:
                 stack.pop()
@@ -171,30 +176,32 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
             path = root + tuple(h for _, h in stack)
             if root and len(path) > len(root) and _fold(stack[0][1]) == _fold(root[-1]):
                 path = path[:len(root)] + path[len(root) + 1:]  # `# X` under `title: X`
-            heads.append((level, offsets[tok.map[0]], path))
-        elif kind or tok.type == "heading_open":  # (a heading in a body)
-            kind = kind or "paragraph"
-            start, end = offsets[tok.map[0]], offsets[tok.map[1]]
-            if kind == "paragraph" and tok.map[1] - tok.map[0] == 1 \
-                    and _LABEL.fullmatch(text, _skip_indent(text, start, indent) if indent
-                                         else start, end):
-                kind = "label"
-            body = None
-            if tok.type == "code_block" and parse_body is not None and tops \
+            heads.append((level, offsets[lines[0]], path))
+        elif kind or ttype == "heading_open":  # (a heading in a body)
+            a, b = lines
+            start, end = offsets[a], offsets[b]
+            if kind is None or kind == "paragraph":
+                kind = "paragraph"
+                if b - a == 1 and text[start] in _LABEL_FIRST and _LABEL.fullmatch(
+                        text, _skip_indent(text, start, indent) if indent else start, end):
+                    kind = "label"
+            elif ttype == "code_block" and parse_body is not None and tops \
                     and depth < _MAX_BODY_DEPTH and blocks[tops[-1]].kind == "label":
                 body = _plain_body(text, start, end, path, indent + 4)
                 if body is None:
-                    body = _sections(parse_body(*tok.map, indent + 4), offsets, text, path,
+                    body = _sections(parse_body(a, b, indent + 4), offsets, text, path,
                                      parse_body=parse_body, depth=depth + 1,
                                      blocks_ext=blocks_ext)
-            tops.append(len(blocks))
-            if body is None:
-                blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
-                                      _block_context(tok, kind, text, start)))
-            else:
+                tops.append(len(blocks))
                 blocks.append(Section(start, end, _LEVEL_CONTAINER, "container", path))
                 blocks += body
-            if kind in ("table", "list"):
+                i = close + 1
+                continue
+            tops.append(len(blocks))
+            blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
+                                  _block_context(tok, kind, text, start)
+                                  if kind in _CONTEXT_KINDS else ""))
+            if kind in _CHILD_KINDS:
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1
     if blocks_ext:
