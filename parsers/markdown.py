@@ -45,6 +45,7 @@ _LABEL_FIRST = frozenset(" \t=!?")
 #: `/// note | Technical Details`, `//// tab | Linux`), closed by a line of as many slashes
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
 _CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
+_SLASH_LINE = re.compile(r"^[ \t]*///", re.M)
 _FENCE_OPEN = re.compile(r"(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
 _SPACES = re.compile(" *")
 #: the start of a line whose first character (after spaces) is not a letter, or a blank line
@@ -101,7 +102,7 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
         md.block.tokenize(state, body_line, state.lineMax)
         sections += _sections(state.tokens, starts, text, (title,) if title else (),
                               parse_body=partial(_tokenize_body, md, state),
-                              blocks_ext="///" in text)
+                              slash_lines=_slash_lines(text))
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
@@ -141,7 +142,7 @@ def _fold(title: str) -> str:
 
 def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
               parse_body: Callable[[int, int, int], list] | None = None,
-              depth: int = 0, blocks_ext: bool = True) -> list[Section]:
+              depth: int = 0, slash_lines: frozenset[int] = frozenset()) -> list[Section]:
     """Heading sections, top-level blocks and their items or rows, in one walk over the
     top-level tokens. Those follow each other; an opening token's closing one is the next
     token at level 0, found with `list.index` (most tokens are nested ones).
@@ -152,7 +153,8 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
     indentation, down to `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the
     blocks found (`depth`: the level of this call; headings in a body are paragraphs, they
     cannot end sections).
-    `blocks_ext`: whether to look for pymdownx blocks (`_containers`) at all."""
+    `slash_lines`: the starts of the lines that may open or close a pymdownx block (see
+    `_slash_lines`); `_containers` looks only at paragraphs that start there."""
     indent = 4 * depth  # spaces before the lines of this body in `text`
     levels = list(map(_TOKEN_LEVEL, tokens))
     heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path) of headings
@@ -191,7 +193,7 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
                 if body is None:
                     body = _sections(parse_body(a, b, indent + 4), offsets, text, path,
                                      parse_body=parse_body, depth=depth + 1,
-                                     blocks_ext=blocks_ext)
+                                     slash_lines=slash_lines)
                 tops.append(len(blocks))
                 blocks.append(Section(start, end, _LEVEL_CONTAINER, "container", path))
                 blocks += body
@@ -204,8 +206,9 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
             if kind in _CHILD_KINDS:
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1
-    if blocks_ext:
-        blocks += _containers(blocks, tops, text, [start for _, start, _ in heads], indent)
+    if slash_lines:
+        blocks += _containers(blocks, [k for k in tops if blocks[k].start in slash_lines],
+                              text, [start for _, start, _ in heads], indent)
     return _heading_sections(heads, len(text)) + blocks
 
 
@@ -251,10 +254,19 @@ def _skip_indent(text: str, at: int, columns: int) -> int:
     return at
 
 
+def _slash_lines(text: str) -> frozenset[int]:
+    """Where the lines that start with `///` (after spaces and tabs) start: the only ones
+    that can open or close a pymdownx block, at any depth."""
+    if "///" not in text:  # most documents
+        return frozenset()
+    return frozenset(m.start() for m in _SLASH_LINE.finditer(text))
+
+
 def _containers(blocks: list[Section], tops: list[int], text: str,
                 heading_starts: list[int], indent: int = 0) -> list[Section]:
     """Blocks of pymdownx's Blocks extension: from a paragraph opening with `/// name` to the
-    paragraph of as many slashes that closes it, among the top-level blocks, holding no
+    paragraph of as many slashes that closes it, among the top-level blocks `tops` (those
+    that can be one or the other, at least: the others change nothing), holding no
     heading. Each becomes a `container` section around its blocks, so the fitter keeps it
     whole when it fits; a one-line opener becomes a `label`, glued to the block after it
     and repeated in the context of that block's later pieces. Unclosed ones are left as
@@ -266,8 +278,6 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
         if b.kind != "paragraph":
             continue
         at = _skip_indent(text, b.start, indent) if indent else b.start
-        if text.find("/", at, at + 4) == -1:  # cheap: most paragraphs are neither
-            continue
         close = _CONTAINER_CLOSE.fullmatch(text, at, b.end)
         if close:
             slashes = len(close.group(1))
