@@ -45,7 +45,8 @@ _LABEL_FIRST = frozenset(" \t=!?")
 #: `/// note | Technical Details`, `//// tab | Linux`), closed by a line of as many slashes
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
 _CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
-_SLASH_LINE = re.compile(r"^[ \t]*///", re.M)
+#: a newline and a line that starts with `///` (a regex led by a literal: fast to search)
+_SLASH_LINE = re.compile(r"\n[ \t]*///")
 _FENCE_OPEN = re.compile(r"(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
 _SPACES = re.compile(" *")
 #: the start of a line whose first character (after spaces) is not a letter, or a blank line
@@ -259,7 +260,8 @@ def _slash_lines(text: str) -> frozenset[int]:
     that can open or close a pymdownx block, at any depth."""
     if "///" not in text:  # most documents
         return frozenset()
-    return frozenset(m.start() for m in _SLASH_LINE.finditer(text))
+    # with a newline before the first line, each match starts where its line does in `text`
+    return frozenset(m.start() for m in _SLASH_LINE.finditer("\n" + text))
 
 
 def _containers(blocks: list[Section], tops: list[int], text: str,
@@ -305,7 +307,8 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
 def _heading_text(raw: str) -> str:
     text = raw
     if _MARKUP_START.search(raw):  # most headings are plain text
-        text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
+        if "[" in text:  # (many have only an anchor: `{ #install }`)
+            text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
         text = _MARKUP.sub("", text)
     return " ".join(text.split()).rstrip("#").strip() or raw.strip()
 
