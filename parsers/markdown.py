@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Callable
 
@@ -39,10 +39,14 @@ _TOKEN_LEVEL = attrgetter("level")
 #: an admonition (`!!! note "Title"`) or a collapsible block (`??? tip`, `???+ tip`) of
 #: Python-Markdown's extensions (MkDocs, Material for MkDocs)
 _LABEL = re.compile(r"[ ]{0,3}(?:===[!+]?|!!!|\?\?\?\+?)[ \t]+\S[^\n]*\n?")
+#: the first character of a line that is a label (or, indented, may hold one): a cheap test
+_LABEL_FIRST = frozenset(" \t=!?")
 #: the first line of a block of pymdownx's Blocks extension (FastAPI's docs: `/// tip`,
 #: `/// note | Technical Details`, `//// tab | Linux`), closed by a line of as many slashes
 _CONTAINER_OPEN = re.compile(r"[ ]{0,3}(/{3,})[ \t]+[A-Za-z][\w-]*(?:[ \t]*\|[^\n]*)?[ \t]*(?:\n|$)")
 _CONTAINER_CLOSE = re.compile(r"[ ]{0,3}(/{3,})[ \t]*\n?")
+#: a newline and a line that starts with `///` (a regex led by a literal: fast to search)
+_SLASH_LINE = re.compile(r"\n[ \t]*///")
 _FENCE_OPEN = re.compile(r"(`{3,}(?=[^`\n]*$)|~{3,})", re.M)
 _SPACES = re.compile(" *")
 #: the start of a line whose first character (after spaces) is not a letter, or a blank line
@@ -51,6 +55,8 @@ _LEVEL_CONTAINER = 55  # above the blocks it holds, below front matter and headi
 #: admonitions in tabs in admonitions…: bodies deeper than this stay indented code (each
 #: level parses its body again, so the work is at most this many passes over the text)
 _MAX_BODY_DEPTH = 4
+#: kinds of block with a context (`_block_context`), and with children (`_children`)
+_CONTEXT_KINDS, _CHILD_KINDS = frozenset({"table", "code"}), frozenset({"table", "list"})
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph", "bullet_list_open": "list", "ordered_list_open": "list",
     "fence": "code", "code_block": "code", "table_open": "table",
@@ -90,25 +96,33 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
     # What `md.parse` does, minus the core rules (none needed, see `_markdown`), keeping the
     # line starts markdown-it computes anyway (they index `Token.map`; the fake line past
     # the end starts at len(text)), and starting after the front matter.
-    def new_state(src: str):
-        return State(src, md) if _fast else StateBlock(src, md, {}, [])
-
-    def parse_body(body: str) -> list:  # an MkDocs body, see `_sections`
-        sub = new_state(body)
-        md.block.tokenize(sub, 0, sub.lineMax)
-        return sub.tokens
-
-    state = new_state(text)
+    state = State(text, md) if _fast else StateBlock(text, md, {}, [])
     starts = list(state.bMarks)
     title, body_line, sections = _front_matter(text, starts)
     try:
         md.block.tokenize(state, body_line, state.lineMax)
         sections += _sections(state.tokens, starts, text, (title,) if title else (),
-                              parse_body=parse_body, blocks_ext="///" in text)
+                              parse_body=partial(_tokenize_body, md, state),
+                              slash_lines=_slash_lines(text))
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
                           sections=tuple(sections), title=title, warnings=tuple(warnings))
+
+
+def _tokenize_body(md, state, a: int, b: int, columns: int) -> list:
+    """The tokens of lines [a, b) of `state` (an MkDocs body, see `_sections`) read as a
+    document of their own, without their first `columns` columns of indentation: the
+    tokens of a second parse of the dedented lines, without a dedented copy. markdown-it
+    measures every indentation from `blkIndent`, and `columns` is a multiple of four, where
+    tab stops fall; `lineMax` ends the body as the end of a text would (a paragraph reads
+    on to `lineMax`); the rest is a fresh state's. Line numbers in the tokens' maps are the
+    whole text's. Call it only once the whole text is tokenized (nothing is restored)."""
+    state.tokens, state.level, state.line = [], 0, a
+    state.blkIndent, state.lineMax = columns, b
+    state.parentType, state.listIndent, state.ddIndent, state.tight = "root", -1, -1, False
+    md.block.tokenize(state, a, b)
+    return state.tokens
 
 
 def _front_matter(text: str, starts: list[int]) -> tuple[str, int, list[Section]]:
@@ -128,18 +142,20 @@ def _fold(title: str) -> str:
 
 
 def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
-              parse_body: Callable[[str], list] | None = None, depth: int = 0,
-              blocks_ext: bool = True) -> list[Section]:
+              parse_body: Callable[[int, int, int], list] | None = None,
+              depth: int = 0, slash_lines: frozenset[int] = frozenset()) -> list[Section]:
     """Heading sections, top-level blocks and their items or rows, in one walk over the
     top-level tokens. Those follow each other; an opening token's closing one is the next
     token at level 0, found with `list.index` (most tokens are nested ones).
 
-    `offsets[i]`: where line i of the tokens' source starts in `text`. The body of an MkDocs
-    admonition or tab (the indented block after its `label`) is, to CommonMark, indented
-    code: with `parse_body`, its lines are parsed again without their indentation, down to
-    `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the blocks found (`depth`: the
-    level of this call; headings in a body are paragraphs, they cannot end sections).
-    `blocks_ext`: whether to look for pymdownx blocks (`_containers`) at all."""
+    `offsets[i]`: where line i of `text` starts. The body of an MkDocs admonition or tab
+    (the indented block after its `label`) is, to CommonMark, indented code: with
+    `parse_body` (lines, columns -> tokens), its lines are parsed again without their
+    indentation, down to `_MAX_BODY_DEPTH` levels, and it becomes a `container` of the
+    blocks found (`depth`: the level of this call; headings in a body are paragraphs, they
+    cannot end sections).
+    `slash_lines`: the starts of the lines that may open or close a pymdownx block (see
+    `_slash_lines`); `_containers` looks only at paragraphs that start there."""
     indent = 4 * depth  # spaces before the lines of this body in `text`
     levels = list(map(_TOKEN_LEVEL, tokens))
     heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path) of headings
@@ -151,10 +167,11 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
     while i < n:
         tok = tokens[i]
         close = levels.index(0, i + 1) if tok.nesting == 1 else i
-        kind = _BLOCK_KINDS.get(tok.type)
-        if tok.map is None:
+        lines, ttype = tok.map, tok.type
+        kind = _BLOCK_KINDS.get(ttype)
+        if lines is None:
             pass
-        elif tok.type == "heading_open" and not depth:
+        elif ttype == "heading_open" and not depth:
             level = int(tok.tag[1])
             while stack and stack[-1][0] >= level:
                 stack.pop()
@@ -162,35 +179,37 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
             path = root + tuple(h for _, h in stack)
             if root and len(path) > len(root) and _fold(stack[0][1]) == _fold(root[-1]):
                 path = path[:len(root)] + path[len(root) + 1:]  # `# X` under `title: X`
-            heads.append((level, offsets[tok.map[0]], path))
-        elif kind or tok.type == "heading_open":  # (a heading in a body)
-            kind = kind or "paragraph"
-            start, end = offsets[tok.map[0]], offsets[tok.map[1]]
-            if kind == "paragraph" and tok.map[1] - tok.map[0] == 1 \
-                    and _LABEL.fullmatch(text, _skip_indent(text, start, indent) if indent
-                                         else start, end):
-                kind = "label"
-            body = None
-            if tok.type == "code_block" and parse_body is not None and tops \
+            heads.append((level, offsets[lines[0]], path))
+        elif kind or ttype == "heading_open":  # (a heading in a body)
+            a, b = lines
+            start, end = offsets[a], offsets[b]
+            if kind is None or kind == "paragraph":
+                kind = "paragraph"
+                if b - a == 1 and text[start] in _LABEL_FIRST and _LABEL.fullmatch(
+                        text, _skip_indent(text, start, indent) if indent else start, end):
+                    kind = "label"
+            elif ttype == "code_block" and parse_body is not None and tops \
                     and depth < _MAX_BODY_DEPTH and blocks[tops[-1]].kind == "label":
                 body = _plain_body(text, start, end, path, indent + 4)
                 if body is None:
-                    a, b = tok.map
-                    body = _sections(_body(tok, offsets, text, indent, parse_body),
-                                     offsets[a:b + 1], text, path, parse_body=parse_body,
-                                     depth=depth + 1, blocks_ext=blocks_ext)
-            tops.append(len(blocks))
-            if body is None:
-                blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
-                                      _block_context(tok, kind, text, start)))
-            else:
+                    body = _sections(parse_body(a, b, indent + 4), offsets, text, path,
+                                     parse_body=parse_body, depth=depth + 1,
+                                     slash_lines=slash_lines)
+                tops.append(len(blocks))
                 blocks.append(Section(start, end, _LEVEL_CONTAINER, "container", path))
                 blocks += body
-            if kind in ("table", "list"):
+                i = close + 1
+                continue
+            tops.append(len(blocks))
+            blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
+                                  _block_context(tok, kind, text, start)
+                                  if kind in _CONTEXT_KINDS else ""))
+            if kind in _CHILD_KINDS:
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1
-    if blocks_ext:
-        blocks += _containers(blocks, tops, text, [start for _, start, _ in heads], indent)
+    if slash_lines:
+        blocks += _containers(blocks, [k for k in tops if blocks[k].start in slash_lines],
+                              text, [start for _, start, _ in heads], indent)
     return _heading_sections(heads, len(text)) + blocks
 
 
@@ -226,28 +245,6 @@ def _fence_close(columns: int, char: str, length: int) -> re.Pattern:
                                                     length), re.M)
 
 
-def _body(tok, offsets: list[int], text: str, indent: int,
-          parse_body: Callable[[str], list]) -> list:
-    """The tokens of an indented block parsed as Markdown: each of its lines without the
-    four columns of indentation that made it code (line i of the result is line
-    `tok.map[0] + i` of the block's source)."""
-    a, b = tok.map
-    block = text[offsets[a]:offsets[b]]
-    if "\t" not in block:  # the usual case: spaces only, one regex pass
-        return parse_body(_dedent(indent + 4).sub("", block.rstrip("\n")) + "\n")
-    lines = []
-    for j in range(a, b):
-        line = text[offsets[j]:offsets[j + 1]]
-        lines.append(line[_skip_indent(line, 0, indent + 4):].rstrip("\n"))
-    return parse_body("\n".join(lines) + "\n")
-
-
-@lru_cache(maxsize=None)
-def _dedent(columns: int) -> re.Pattern:
-    """Up to `columns` spaces at the start of every line."""
-    return re.compile(f"^ {{1,{columns}}}", re.M)
-
-
 def _skip_indent(text: str, at: int, columns: int) -> int:
     """`at` moved past up to `columns` columns of spaces and tabs (a tab reaches the next
     multiple of four)."""
@@ -258,10 +255,20 @@ def _skip_indent(text: str, at: int, columns: int) -> int:
     return at
 
 
+def _slash_lines(text: str) -> frozenset[int]:
+    """Where the lines that start with `///` (after spaces and tabs) start: the only ones
+    that can open or close a pymdownx block, at any depth."""
+    if "///" not in text:  # most documents
+        return frozenset()
+    # with a newline before the first line, each match starts where its line does in `text`
+    return frozenset(m.start() for m in _SLASH_LINE.finditer("\n" + text))
+
+
 def _containers(blocks: list[Section], tops: list[int], text: str,
                 heading_starts: list[int], indent: int = 0) -> list[Section]:
     """Blocks of pymdownx's Blocks extension: from a paragraph opening with `/// name` to the
-    paragraph of as many slashes that closes it, among the top-level blocks, holding no
+    paragraph of as many slashes that closes it, among the top-level blocks `tops` (those
+    that can be one or the other, at least: the others change nothing), holding no
     heading. Each becomes a `container` section around its blocks, so the fitter keeps it
     whole when it fits; a one-line opener becomes a `label`, glued to the block after it
     and repeated in the context of that block's later pieces. Unclosed ones are left as
@@ -273,8 +280,6 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
         if b.kind != "paragraph":
             continue
         at = _skip_indent(text, b.start, indent) if indent else b.start
-        if text.find("/", at, at + 4) == -1:  # cheap: most paragraphs are neither
-            continue
         close = _CONTAINER_CLOSE.fullmatch(text, at, b.end)
         if close:
             slashes = len(close.group(1))
@@ -302,7 +307,8 @@ def _containers(blocks: list[Section], tops: list[int], text: str,
 def _heading_text(raw: str) -> str:
     text = raw
     if _MARKUP_START.search(raw):  # most headings are plain text
-        text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
+        if "[" in text:  # (many have only an anchor: `{ #install }`)
+            text = _LINK.sub(lambda m: m.group(1) or m.group(2) or "", text)
         text = _MARKUP.sub("", text)
     return " ".join(text.split()).rstrip("#").strip() or raw.strip()
 

@@ -210,8 +210,10 @@ def _scan(state, startLine: int, endLine: int, *, underline: bool) -> tuple[int,
             nextLine += 1
             continue
         rules = _BY_CHAR.get(first, ())
-        if nextLine + 1 < endLine and _first_char(state, nextLine + 1) in _DELIMITER:
-            rules = (table, *rules)
+        if nextLine + 1 < endLine:  # a table's delimiter row next: this line may head one
+            pos = bMarks[nextLine + 1] + tShift[nextLine + 1]
+            if pos < eMarks[nextLine + 1] and src[pos] in _DELIMITER:
+                rules = (table, *rules)
         for rule in rules:
             if rule(state, nextLine, endLine, True):
                 return nextLine, ""
@@ -221,10 +223,13 @@ def _scan(state, startLine: int, endLine: int, *, underline: bool) -> tuple[int,
 
 def _push_paragraph(state, startLine: int, nextLine: int) -> None:
     # No inline token (the paragraph's text) between the two: chunkwise reads only the
-    # paragraph's line map.
+    # paragraph's line map. The two tokens are `push`'s, built here (most blocks are
+    # paragraphs): both at the current level, which they leave as it was.
     state.line = nextLine
-    state.push("paragraph_open", "p", 1).map = [startLine, nextLine]
-    state.push("paragraph_close", "p", -1)
+    opening, closing = _Token("paragraph_open", "p", 1), _Token("paragraph_close", "p", -1)
+    opening.level = closing.level = state.level
+    opening.map = [startLine, nextLine]
+    state.tokens += (opening, closing)
 
 
 def _push_heading(state, startLine: int, nextLine: int, marker: str) -> None:

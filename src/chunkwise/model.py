@@ -37,6 +37,23 @@ class Section:
     meta: tuple[tuple[str, Any], ...] = ()
     """Format-specific metadata as (key, scalar) pairs, e.g. `(("symbol", "Parser.parse"),)`."""
 
+    def __init__(self, start: int, end: int, level: int, kind: str, path: tuple[str, ...] = (),
+                 context: str = "", meta: tuple[tuple[str, Any], ...] = ()) -> None:
+        # The dataclass's own __init__ for a frozen class calls `object.__setattr__` once per
+        # field; the slots' own setters are about twice as fast, and a parser makes one
+        # Section per block (hundreds in a web page, a few percent of chunking it).
+        _SET_START(self, start)
+        _SET_END(self, end)
+        _SET_LEVEL(self, level)
+        _SET_KIND(self, kind)
+        _SET_PATH(self, path)
+        _SET_CONTEXT(self, context)
+        _SET_META(self, meta)
+
+
+_SET_START, _SET_END, _SET_LEVEL, _SET_KIND, _SET_PATH, _SET_CONTEXT, _SET_META = (
+    Section.__dict__[name].__set__ for name in Section.__slots__)
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedDocument:

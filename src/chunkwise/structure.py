@@ -172,7 +172,8 @@ def _lead_in_start(text: str, a: int, b: int) -> int:
 
 def _last_char(text: str, a: int, b: int) -> str:
     """The last non-whitespace character of `text[a:b]` ('' if none), without copying it."""
-    a, b = trim(text, a, b)
+    while b > a and text[b - 1].isspace():  # (a paragraph ends with a newline or two)
+        b -= 1
     return text[b - 1] if b > a else ""
 
 

@@ -277,3 +277,48 @@ def test_plain_bodies_give_what_the_parser_gives(body, label):
     finally:
         mdp._plain_body = saved
     assert fast == slow
+
+
+#: lines of an MkDocs body where block rules interact: lazy continuations, lists, quotes,
+#: HTML blocks that run over blank lines, fences, tables, setext underlines, nested labels
+_INNER_LINES = ["Para text", "lazy line", "- item", "  - sub", "1. one", "2) two", "-",
+                "> quote", "> > deep", ">lazy", "```", "```py", "~~~", "<!-- c", "-->",
+                "<div>", "</div>", "<pre>", "| a | b |", "|---|---|", "| 1 | 2 |", "# H",
+                "===", "---", "***", "    code", "\tcode", " \tx", "  \t- tabbed", "-\ttab",
+                "> - q item", '=== "T"', "!!! note", "", "", "  "]
+#: what can follow a body: a line that would continue its last paragraph, a list, the end
+_AFTER = ["", "After.\n", "\nAfter.\n", "- item\n", "> quote\n", "  two spaces\n", "\n  "]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["    ", "\t", "  \t", "   \t"]),
+                          st.sampled_from(_INNER_LINES)), min_size=1, max_size=10),
+       st.sampled_from([0, 4]), st.sampled_from(_AFTER), st.booleans())
+def test_bodies_tokenized_in_place_are_the_dedented_lines_parsed(lines, outer, after, fast):
+    """An MkDocs body is tokenized in place, in the state of the whole text: its tokens
+    must be those of the dedented lines parsed as a text of their own (the line maps
+    shifted to the body's first line), with markdown-it's own rules and with the fast ones.
+    `outer`: the columns of the body's container (a body in a body)."""
+    from markdown_it.rules_block import StateBlock
+
+    from chunkwise.parsers import markdown as mdp
+    from chunkwise.parsers.markdown_rules import State
+
+    pad = " " * outer
+    body = [pad + indent + line if line.strip() else line for indent, line in lines]
+    while body and not body[-1].strip():  # a body ends with its last non-blank line
+        body.pop()
+    if not body:
+        return
+    text = "Before.\n\n" + "\n".join(body) + "\n" + after
+    md = mdp._markdown(fast)
+    new = (lambda src: State(src, md)) if fast else (lambda src: StateBlock(src, md, {}, []))
+    state = new(text)
+    md.block.tokenize(state, 0, state.lineMax)
+    first = 2
+    got = mdp._tokenize_body(md, state, first, first + len(body), outer + 4)
+    alone = new("\n".join(line[mdp._skip_indent(line, 0, outer + 4):] for line in body) + "\n")
+    md.block.tokenize(alone, 0, alone.lineMax)
+    key = lambda tokens, shift: [(t.type, t.map and [m + shift for m in t.map], t.level,
+                                  t.nesting) for t in tokens]
+    assert key(got, 0) == key(alone.tokens, first)
