@@ -10,8 +10,8 @@ and that block, indented code to CommonMark, is parsed again as the Markdown MkD
 A block of pymdownx's Blocks extension (`/// tip` … `///`, as in FastAPI's docs) is a
 `container` section around the blocks it holds, its opening line a `label`.
 Only the block rules that shape structure run (see `_markdown`): inline parsing is not
-needed for structure and is most of markdown-it's time. Line ranges (`Token.map`) become `str` offsets
-through the line starts markdown-it computes.
+needed for structure and is most of markdown-it's time. Line ranges (`Token.map`) become
+`str` offsets through the line starts markdown-it computes.
 """
 
 from __future__ import annotations

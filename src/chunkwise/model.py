@@ -52,7 +52,8 @@ class Section:
 
 
 _SET_START, _SET_END, _SET_LEVEL, _SET_KIND, _SET_PATH, _SET_CONTEXT, _SET_META = (
-    Section.__dict__[name].__set__ for name in Section.__slots__)
+    Section.__dict__[name].__set__
+    for name in ("start", "end", "level", "kind", "path", "context", "meta"))
 
 
 @dataclass(frozen=True, slots=True)
