@@ -132,7 +132,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     warnings: list[str] = []
     with _pypdf_log_routed() as routed:
         reader = _open(data, source)
-        pages = _extract_pages(reader, source, warnings)
+        pages, failed = _extract_pages(reader, source, warnings)
         outline = _outline(reader, len(pages), warnings)
         meta_title = _metadata_title(reader)
     if routed:
@@ -146,7 +146,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
         _font_headings(pages, body)
     text, page_spans, blocks, heads = _assemble(pages)
     if not text.strip():
-        warnings.append("no text layer (a scanned PDF?): nothing to extract")
+        warnings.append(f"no text extracted ({failed} page(s) failed, see above)" if failed
+                        else "no text layer (a scanned PDF?): nothing to extract")
     title = (meta_title or _first_page_title(pages, body) or (heads[0][2] if heads else "")
              or PurePath(source).stem)
     sections = _sections(text, page_spans, blocks, heads, title)
@@ -228,8 +229,10 @@ def _metadata_title(reader: Any) -> str:
 
 
 # ------------------------------------------------------------------------------ extraction
-def _extract_pages(reader: Any, source: str, warnings: list[str]) -> list[list[_Line]]:
-    """Lines of every page; a page whose extraction fails is empty, with a warning."""
+def _extract_pages(reader: Any, source: str,
+                   warnings: list[str]) -> tuple[list[list[_Line]], int]:
+    """Lines of every page, and how many pages failed: a page whose extraction fails is
+    empty, with a warning."""
     pages: list[list[_Line]] = []
     try:
         page_objects = list(reader.pages)
@@ -250,7 +253,7 @@ def _extract_pages(reader: Any, source: str, warnings: list[str]) -> list[list[_
     if failed:
         warnings.append(f"text of {len(failed)} page(s) could not be extracted: "
                         + "; ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
-    return pages
+    return pages, len(failed)
 
 
 class _Collector:
@@ -443,6 +446,18 @@ def _remove_running(pages: list[list[_Line]]) -> None:
                     line.removed = True
                 else:
                     kept += 1
+        _keep_if_alone(lines)
+
+
+def _keep_if_alone(lines: list[_Line]) -> None:
+    """A page whose words are all in running lines keeps them: repeated on every page they
+    are its text (identical pages, a blank page with its running head), not a frame around
+    it; removing them would lose a document of identical pages whole."""
+    if any(not ln.removed and _LETTERS.search(ln.text) for ln in lines):
+        return
+    for ln in lines:
+        if ln.removed and _LETTERS.search(ln.text) and not _is_page_number(ln.text):
+            ln.removed = False
 
 
 def _running_keys(pages: list[list[_Line]]) -> dict[str, float]:

@@ -7,6 +7,7 @@ import io
 import re
 import time
 import unicodedata
+import zlib
 
 import pypdf
 import pytest
@@ -193,6 +194,20 @@ def test_running_lines_need_enough_pages() -> None:
     assert not re.search(r"- \d -", doc.text)  # folios go at any length
 
 
+def test_pages_of_running_lines_only_keep_them() -> None:
+    # identical pages: their one line is on every page, at the edge, but it is all the text
+    same = [[(72, 700, 11, "F1", "Form 7: sign and date below.")] for _ in range(4)]
+    doc = parse(make_pdf(same))
+    assert doc.text.count("Form 7: sign and date below.") == 4
+    assert not any("no text" in w for w in doc.warnings)
+    # a blank page of a report keeps its running head; the other pages still lose theirs
+    pages = _report_pages(5)
+    pages[2] = [pages[2][0], pages[2][-1]]  # page 3: running head and folio only
+    doc = parse(make_pdf(pages))
+    assert doc.text.count("ACME Corp.") == 1 and doc.text.count("Body text of page") == 4
+    assert not re.search(r"- \d -", doc.text)
+
+
 def test_font_headings_levels_and_paths() -> None:
     pages = [[
         (72, 740, 20, "F2", "Annual Review"),
@@ -356,6 +371,20 @@ def test_one_broken_page_is_skipped_with_a_warning() -> None:
     assert "Good page one." in doc.text and "Good page three." in doc.text
     assert len(doc.page_starts) == 3
     assert any("could not be extracted" in w and "2 (" in w for w in doc.warnings)
+
+
+def test_decompression_bomb_is_refused_with_a_warning() -> None:
+    # a page whose content stream inflates to 200 MB: pypdf stops at its limit, the page is
+    # empty, and the warning says extraction failed rather than guessing a scanned PDF
+    content = zlib.compress(b"BT /F1 11 Tf 72 700 Td (Bomb.) Tj ET\n" + b" " * 200_000_000, 9)
+    flate = b"<< /Length %d /Filter /FlateDecode >>" % len(content)
+    doc = parse(make_pdf([[body(700, "A good page.")], content]).replace(
+        b"<< /Length %d >>" % len(content), flate))
+    assert "A good page." in doc.text and "Bomb." not in doc.text
+    assert any("could not be extracted" in w and "2 (" in w for w in doc.warnings)
+    only = parse(make_pdf([content]).replace(b"<< /Length %d >>" % len(content), flate))
+    assert only.text == "" and Chunker().chunk_document(only) == []
+    assert any("no text extracted (1 page(s) failed" in w for w in only.warnings)
 
 
 def test_pypdf_log_noise_is_routed(capfd) -> None:
