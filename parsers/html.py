@@ -33,7 +33,7 @@ from pathlib import PurePath
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import decode, looks_binary, normalize_newlines
+from chunkwise.textio import declared_encoding, decode
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ _COMMENTS_ID = re.compile(r"^comments?(?:[-_](?:section|thread|area|list))?$", r
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _LEADING_BLANK_LINES = re.compile(r"^(?:[ \t]*\n)+")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)""", re.I)
 _SECTIONING = frozenset({"article", "section", "main", "body"})
 _SECTIONING_CONTENT = frozenset({"article", "section", "main"})  # where a <header> is content
 _MAX_INDENT = 8
@@ -125,25 +124,13 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
 # --- decoding and the tree -------------------------------------------------------------------
 
 def _decode(data: bytes, source: str) -> tuple[str, list[str]]:
-    """UTF-8 first; when that fails, the charset the page declares, else `textio`'s fallback."""
-    text, warns = decode(data, source)
-    if not warns:
-        return text, warns
-    m = _META_CHARSET.search(data[:4096])
-    if m:
-        charset = m.group(1).decode("ascii").lower()
-        if charset in ("iso-8859-1", "latin-1", "latin1", "us-ascii", "ascii"):
-            charset = "cp1252"  # what browsers do (WHATWG encoding standard)
-        try:
-            redone = data.decode(charset)
-        except LookupError:
-            return text, warns
-        except UnicodeDecodeError as e:
-            redone = data.decode(charset, errors="replace")
-            return normalize_newlines(redone), [
-                f"invalid {charset} at byte {e.start}; undecodable bytes replaced"]
-        return normalize_newlines(redone), []
-    return text, warns
+    """UTF-8 first; when that fails, the charset the page declares, else `textio`'s fallback.
+    A declared latin-1 or ASCII is read as cp1252, as browsers do (WHATWG encoding
+    standard)."""
+    charset = declared_encoding(data, "html")
+    if charset in ("iso-8859-1", "latin-1", "latin1", "us-ascii", "ascii"):
+        charset = "cp1252"
+    return decode(data, source, declared=charset)
 
 
 def _soup(text: str, source: str):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import ByteOffsets, decode
+from chunkwise.textio import ByteOffsets, declared_encoding, decode
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -77,7 +77,7 @@ def _language() -> Any:
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:
     """Parse Python source bytes into definition and statement sections."""
-    text, warnings = decode(data, source)
+    text, warnings = decode(data, source, declared=declared_encoding(data, "python"))
     if "\x00" in text:  # NUL past the binary sniff window: not a source file
         raise ParseError(source, "binary data, not Python source", position=text.index("\x00"))
     src = text.encode("utf-8", "surrogatepass")

@@ -8,6 +8,7 @@ are tested, in exactly one place.
 from __future__ import annotations
 
 import codecs
+import re
 from bisect import bisect_right
 from itertools import accumulate, count
 from operator import add
@@ -31,12 +32,15 @@ def looks_binary(data: bytes) -> bool:
     return len(head) - len(head.translate(None, _CONTROL)) > max(8, len(head) // 100)
 
 
-def decode(data: bytes, source: str, *, check_binary: bool = True) -> tuple[str, list[str]]:
+def decode(data: bytes, source: str, *, check_binary: bool = True,
+           declared: str | None = None) -> tuple[str, list[str]]:
     """Decode file bytes to canonical text: BOM removed, newlines normalised to `\\n`.
 
-    UTF-8 first (with or without BOM), UTF-16 when it has a BOM, else cp1252 and finally
-    latin-1 with a warning naming the first invalid byte, so no byte is ever lost silently.
-    Raises `ParseError` for binary data.
+    UTF-8 first (with or without BOM), UTF-16 when it has a BOM. Bytes that are not UTF-8
+    are read in the encoding the document declares (`declared`: an HTML meta charset or XML
+    declaration, a Python coding cookie; see `declared_encoding`), with a warning only for
+    bytes invalid in it; else cp1252 and finally latin-1 with a warning naming the first
+    invalid byte, so no byte is ever lost silently. Raises `ParseError` for binary data.
     """
     warnings: list[str] = []
     if check_binary and looks_binary(data):
@@ -52,14 +56,58 @@ def decode(data: bytes, source: str, *, check_binary: bool = True) -> tuple[str,
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            try:
-                text = data.decode("cp1252")
-                used = "cp1252"
-            except UnicodeDecodeError:
-                text = data.decode("latin-1")
-                used = "latin-1"
-            warnings.append(f"invalid UTF-8 at byte {e.start}; decoded as {used}")
+            redone = _as_declared(data, declared) if declared else None
+            if redone is not None:
+                text, warning = redone
+                warnings += [warning] if warning else []
+            else:
+                try:
+                    text = data.decode("cp1252")
+                    used = "cp1252"
+                except UnicodeDecodeError:
+                    text = data.decode("latin-1")
+                    used = "latin-1"
+                warnings.append(f"invalid UTF-8 at byte {e.start}; decoded as {used}")
     return normalize_newlines(text), warnings
+
+
+def _as_declared(data: bytes, encoding: str) -> tuple[str, str] | None:
+    """`data` in a declared encoding: (text, warning or ""); None when Python knows no text
+    encoding of that name (or one that decodes nothing, like "undefined"), or when it is
+    UTF-8, which `data` is not."""
+    try:
+        if codecs.lookup(encoding).name == "utf-8":
+            return None
+        return data.decode(encoding), ""
+    except LookupError:
+        return None
+    except UnicodeError as e:
+        try:
+            text = data.decode(encoding, errors="replace")
+        except UnicodeError:
+            return None
+        where = f" at byte {e.start}" if isinstance(e, UnicodeDecodeError) else ""
+        return text, f"invalid {encoding}{where}; undecodable bytes replaced"
+
+
+#: where documents declare their encoding, in their first bytes: an HTML `<meta charset>`
+#: or `http-equiv` content type, an XML declaration, a Python coding cookie (PEP 263: on
+#: the first or second line)
+_DECLARATIONS = {
+    "html": re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)"""
+                       rb"""|\A\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_:.-]+)""", re.I),
+    "python": re.compile(rb"\A(?:[^\n]*\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*([-\w.]+)"),
+}
+
+
+def declared_encoding(data: bytes, kind: str) -> str | None:
+    """The encoding a document of `kind` ("html", "python") declares in its first 4 KB,
+    lower-cased, or None."""
+    m = _DECLARATIONS[kind].search(data[:4096])
+    if m is None:
+        return None
+    name = next(g for g in m.groups() if g is not None)
+    return name.decode("ascii").lower()
 
 
 def normalize_newlines(text: str) -> str:

@@ -356,6 +356,19 @@ def test_declared_charset_is_respected():
     assert not doc.warnings
 
 
+def test_xml_declaration_encoding_is_respected():
+    greek = "<?xml version='1.0' encoding='iso-8859-7'?><html><body><p>Καλημέρα</p></body></html>"
+    doc = parse(greek.encode("iso-8859-7"), source="a.xhtml")
+    assert doc.text == "Καλημέρα" and not doc.warnings
+
+
+def test_bytes_invalid_in_the_declared_charset_are_replaced_with_a_warning():
+    data = b'<meta charset="shift_jis"><p>' + "日本".encode("shift_jis") + b"\x81\xff end</p>"
+    doc = parse(data, source="a.html")
+    assert doc.text.startswith("日本") and doc.text.endswith(" end")
+    assert any("invalid shift_jis" in w and "replaced" in w for w in doc.warnings)
+
+
 def test_binary_is_a_parse_error():
     with pytest.raises(ParseError):
         parse(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4, source="x.html")

@@ -131,6 +131,23 @@ def test_non_ascii_source_offsets_are_str_indices():
     assert method.path == ("Ünïcode", "naïve")
 
 
+@pytest.mark.parametrize("cookie", ["# -*- coding: koi8-r -*-", "#!/usr/bin/env python\n# vim: set fileencoding=koi8-r :"])
+def test_coding_cookie_decodes_a_legacy_source(cookie):
+    # PEP 263: the encoding a module declares on its first or second line is its encoding
+    src = f'{cookie}\ndef greet():\n    return "привет"\n'
+    doc = py_parser.parse(src.encode("koi8-r"), source="legacy.py")
+    assert doc.text == src and not doc.warnings
+    assert _text(doc, _by_kind(doc, "function")[0]).endswith('def greet():\n    return "привет"')
+
+
+def test_unknown_or_useless_declared_encoding_falls_back_with_a_warning():
+    for name in ("no-such-codec", "undefined", "rot13", "utf-8"):
+        data = f"# coding: {name}\ns = 'café'\n".encode("latin-1")
+        doc = py_parser.parse(data, source="x.py")
+        assert doc.text.endswith("s = 'café'\n"), name
+        assert any("invalid UTF-8" in w for w in doc.warnings), name
+
+
 def test_long_signature_is_compacted_but_still_parses():
     params = ",\n".join(f"    parameter_{i}: Annotated[str, Doc('text {i}')] = 'x'"
                         for i in range(40))

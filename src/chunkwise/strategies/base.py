@@ -12,7 +12,7 @@ exactly on its embed text, shrunk when over.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..fitter import Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
