@@ -92,11 +92,11 @@ def _as_declared(data: bytes, encoding: str) -> tuple[str, str] | None:
 
 #: where documents declare their encoding, in their first bytes: an HTML `<meta charset>`
 #: or `http-equiv` content type, an XML declaration, a Python coding cookie (PEP 263: on
-#: the first or second line)
+#: the first line, or on the second after a comment or blank line)
 _DECLARATIONS = {
     "html": re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)"""
                        rb"""|\A\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_:.-]+)""", re.I),
-    "python": re.compile(rb"\A(?:[^\n]*\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*([-\w.]+)"),
+    "python": re.compile(rb"\A(?:[ \t\f]*(?:#[^\n]*)?\r?\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*([-\w.]+)"),
 }
 
 

@@ -146,6 +146,9 @@ def test_unknown_or_useless_declared_encoding_falls_back_with_a_warning():
         doc = py_parser.parse(data, source="x.py")
         assert doc.text.endswith("s = 'café'\n"), name
         assert any("invalid UTF-8" in w for w in doc.warnings), name
+    # a cookie on line 2 counts only after a comment or blank line (what CPython reads)
+    doc = py_parser.parse('s = 1\n# coding: koi8-r\nt = "é"\n'.encode("latin-1"), source="x.py")
+    assert doc.text.endswith('t = "é"\n') and any("cp1252" in w for w in doc.warnings)
 
 
 def test_long_signature_is_compacted_but_still_parses():
