@@ -211,6 +211,26 @@ def test_bad_file_is_reported_and_the_rest_ingested(corpus):
                                                   if p.name != "broken.txt"]))
 
 
+def test_file_name_that_is_not_utf8(corpus):
+    # Linux file names are bytes: Python keeps a non-UTF-8 one with lone surrogates, which no
+    # tokenizer, JSON encoder or database accepts. Such a file is named with `\\xNN` escapes.
+    try:
+        weird = Path(os.fsdecode(b"docs/sub/caf\xe9.txt"))  # relative: sources are docs/…
+        weird.write_text("Espresso and milk foam make a cappuccino.", encoding="utf-8")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system does not take non-UTF-8 file names")
+    name = "docs/sub/caf\\xe9.txt"
+    (chunk,) = Chunker().chunk_file(weird)
+    assert chunk.source == name and chunk.text.startswith("Espresso")
+    first = ingest(["docs"], db_path="db")
+    assert not first.failed and first.files == 9
+    assert [m["source"] for _, (_, m) in snapshot("db").items()].count(name) == 1
+    assert query("cappuccino milk foam", db_path="db", k=1)[0].source == name
+    assert ingest(["docs"], db_path="db").skipped == 9  # the same name on every run
+    weird.unlink()
+    assert ingest(["docs"], db_path="db", prune=True).pruned_files == 1
+
+
 def test_query_returns_sources_paths_and_filters(corpus):
     ingest(["docs"], db_path="db")
     hits = query("when does a volcano erupt explosively with ash?", db_path="db", k=3)

@@ -20,7 +20,7 @@ from .fitter import Fitter, Piece
 from .model import Chunk, ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
 from .strategies import STRATEGIES
-from .textio import LineCounter
+from .textio import LineCounter, source_name
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,7 @@ def parse_bytes(data: bytes, *, source: str, format: str | None = None) -> Parse
     """
     from chunkwise.parsers import detect_format, get_parser
 
+    source = source_name(source)
     fmt = format or detect_format(source, data)
     parse = get_parser(fmt)
     try:
@@ -259,8 +260,8 @@ def parse_file(path: str | os.PathLike, *, format: str | None = None,
     try:
         data = Path(path).read_bytes()
     except OSError as e:
-        raise ParseError(str(path), f"cannot read: {e.strerror or e}") from e
-    return parse_bytes(data, source=source or str(path), format=format)
+        raise ParseError(source_name(path), f"cannot read: {e.strerror or e}") from e
+    return parse_bytes(data, source=source or source_name(path), format=format)
 
 
 def chunk_text(text: str, *, format: str = "text", source: str = "<text>", **options) -> list[Chunk]:

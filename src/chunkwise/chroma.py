@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .errors import ChunkwiseError, ConfigError
 from .model import Chunk
+from .textio import source_name
 
 log = logging.getLogger(__name__)
 
@@ -508,15 +509,15 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
     options = options_fingerprint(chunker, format, emb.identity)
     report = IngestReport()
     files, missing = _collect(roots, prune)
-    report.failed.extend((str(p), "no such file or directory") for p in missing)
+    report.failed.extend((source_name(p), "no such file or directory") for p in missing)
     run = _Run(store, emb, report, len(files), progress)
     for path in files:
         report.files += 1
         _ingest_file(run, chunker, path, format, options)
-        run.tell(str(path))
+        run.tell(source_name(path))
     run.flush()
     if prune:
-        _prune(store, roots, {str(p) for p in files}, report)
+        _prune(store, roots, {source_name(p) for p in files}, report)
     report.seconds = {**run.timers, "total": time.perf_counter() - t_start}
     return report
 
@@ -530,12 +531,12 @@ def _collect(roots: list[Path], prune: bool) -> tuple[list[Path], list[Path]]:
     missing = [] if prune else [r for r in roots if not r.exists()]
     seen: dict[str, Path] = {}
     for path in iter_files(present):
-        seen.setdefault(str(path), path)
+        seen.setdefault(source_name(path), path)
     return list(seen.values()), missing
 
 
 def _ingest_file(run: _Run, chunker: Any, path: Path, fmt: str | None, options: str) -> None:
-    report, source = run.report, str(path)
+    report, source = run.report, source_name(path)
     t0 = time.perf_counter()
     try:
         data = path.read_bytes()

@@ -76,6 +76,7 @@ from chunkwise.parsers import EXTENSIONS, MODULES, sniff
 
 from .api import Chunker, iter_files, parse_bytes, parse_file
 from .chroma import flatten_metadata
+from .textio import source_name
 from .errors import ConfigError, ParseError
 from .model import Chunk, ParsedDocument
 from .sizing import Sizer, get_sizer
@@ -505,10 +506,11 @@ class ChunkwiseReader(BasePydanticReader):
 
     def _load(self, path: str | os.PathLike, extra_info: dict[str, Any],
               fs: Any) -> Document | None:
-        source = str(path)
+        source = source_name(path)
         try:
             if fs is not None:  # SimpleDirectoryReader passes a non-local filesystem
-                parsed = parse_bytes(_read_fs(fs, source), source=source, format=self.format)
+                parsed = parse_bytes(_read_fs(fs, os.fspath(path)), source=source,
+                                     format=self.format)
             else:
                 parsed = parse_file(path, format=self.format, source=source)
         except ParseError as e:
@@ -520,7 +522,9 @@ class ChunkwiseReader(BasePydanticReader):
         if not parsed.text.strip():
             log.info("skipped %s: no text", source)
             return None
-        file_path = source if fs is not None else str(Path(path).resolve())
+        # (a name that is not UTF-8 is escaped, see `source_name`: it cannot be stored, and
+        # the node parser then chunks such a file from this document's text)
+        file_path = source if fs is not None else source_name(Path(path).resolve())
         meta: dict[str, Any] = {**extra_info, "source": source, "file_path": file_path,
                                 "file_name": PurePath(source).name, "format": parsed.format}
         if parsed.title:

@@ -8,6 +8,7 @@ are tested, in exactly one place.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from bisect import bisect_right
 from itertools import accumulate, count
@@ -108,6 +109,25 @@ def declared_encoding(data: bytes, kind: str) -> str | None:
         return None
     name = next(g for g in m.groups() if g is not None)
     return name.decode("ascii").lower()
+
+
+def source_name(source: str | os.PathLike) -> str:
+    """The name a file goes by in chunks, stores and reports: the path as a `str`, with the
+    bytes of a file name that are not UTF-8 (which Python keeps as lone surrogates, and
+    which no tokenizer, JSON encoder or database accepts) written as `\\xNN`."""
+    name = os.fspath(source)
+    if isinstance(name, bytes):
+        return name.decode("utf-8", "backslashreplace")
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape" if _NOT_ESCAPED.search(name) is None
+                           else "backslashreplace").decode("utf-8", "backslashreplace")
+
+
+#: a lone surrogate that `surrogateescape` did not make (so cannot turn back into a byte)
+_NOT_ESCAPED = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 def normalize_newlines(text: str) -> str:
