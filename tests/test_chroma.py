@@ -231,6 +231,15 @@ def test_file_name_that_is_not_utf8(corpus):
     assert ingest(["docs"], db_path="db", prune=True).pruned_files == 1
 
 
+def test_chunks_longer_than_the_model_window_are_reported(corpus, tmp_path):
+    assert ingest(["docs"], db_path="db").truncated == 0  # the default budget is the window
+    report = ingest(["docs"], db_path="db2", max_tokens=512)
+    over = [c for c in expected_chunks(["docs"], max_tokens=512).values() if c.tokens > 256]
+    assert over and report.truncated == len(over) and report.window == 256
+    out = run_cli("ingest", "docs", "--db", "db3", "--max-tokens", "512", cwd=tmp_path)
+    assert out.returncode == 0 and f"warning: {len(over)} of the " in out.stderr
+
+
 def test_query_returns_sources_paths_and_filters(corpus):
     ingest(["docs"], db_path="db")
     hits = query("when does a volcano erupt explosively with ash?", db_path="db", k=3)

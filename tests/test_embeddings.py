@@ -71,6 +71,7 @@ def test_batches_are_sorted_by_length_padded_to_their_longest_and_order_is_resto
 
 
 def test_long_text_is_truncated_to_the_model_window(embedder):
+    embedder._load()  # (the session to wrap exists only once loaded)
     rec = RecordingSession(embedder._session)
     embedder._session = rec
     try:
@@ -78,6 +79,13 @@ def test_long_text_is_truncated_to_the_model_window(embedder):
     finally:
         embedder._session = rec.session
     assert rec.shapes == [(1, E.MAX_TOKENS)]
+
+
+def test_overflowing_counts_texts_past_the_window(embedder):
+    # "word" is one token; [CLS] and [SEP] take two of the 256
+    fits, over = "word " * (E.MAX_TOKENS - 2), "word " * (E.MAX_TOKENS - 1)
+    assert embedder.overflowing(["short", fits, over, "lorem ipsum " * 600]) == 2
+    assert embedder.overflowing([]) == 0
 
 
 def test_pinned_model_checksum_is_verified_once(monkeypatch):

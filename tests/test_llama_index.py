@@ -491,6 +491,17 @@ def test_embedding_wrapper_matches_the_embedder():
         got[0].tolist(), abs=1e-5)
 
 
+def test_embedding_wrapper_warns_once_about_texts_past_the_window(caplog):
+    model = ChunkwiseEmbedding(embed_batch_size=2)
+    with caplog.at_level("WARNING", logger="chunkwise"):
+        model.get_text_embedding_batch(["short", "A cat naps."])
+        assert not caplog.records
+        model.get_text_embedding_batch(["word " * 300, "short", "lorem " * 400])
+        model.get_text_embedding_batch(["word " * 300])
+    (record,) = caplog.records
+    assert "1 of 2 texts are longer than the model's 256-token window" in record.getMessage()
+
+
 # -- the shared corpus ----------------------------------------------------------------------
 @pytest.mark.corpus
 def test_one_file_of_each_corpus_folder():

@@ -83,6 +83,11 @@ class IngestReport:
     """Chunks of those sources."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """(source, reason) of every file that could not be read or parsed."""
+    truncated: int = 0
+    """Chunks embedded in this run that are longer than the embedding model's window (when
+    the model says, see `Embedder.window`): only their start is in their vector."""
+    window: int | None = None
+    """That window, in the model's tokens."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time per phase: `read`, `parse_chunk`, `embed`, `write`, `total`."""
 
@@ -93,6 +98,7 @@ class IngestReport:
             "deleted": self.deleted, "pruned_files": self.pruned_files,
             "pruned_chunks": self.pruned_chunks,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "truncated": self.truncated, "window": self.window,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
 
@@ -448,7 +454,10 @@ class _Run:
         for lo in range(0, len(todo), EMBED_SLICE):
             part = todo[lo:lo + EMBED_SLICE]
             t0 = time.perf_counter()
-            vectors = self.embedder.embed([c.embed_text for c, _ in part])
+            texts = [c.embed_text for c, _ in part]
+            vectors = self.embedder.embed(texts)
+            if self.embedder.overflowing is not None:
+                self.report.truncated += self.embedder.overflowing(texts)
             t1 = time.perf_counter()
             self.store.upsert([c.id for c, _ in part], [c.text for c, _ in part],
                               _as_rows(vectors), [m for _, m in part])
@@ -507,7 +516,7 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
                            retry_delays=retry_delays), collection, emb, create=True,
                    retry_delays=retry_delays)
     options = options_fingerprint(chunker, format, emb.identity)
-    report = IngestReport()
+    report = IngestReport(window=emb.window)
     files, missing = _collect(roots, prune)
     report.failed.extend((source_name(p), "no such file or directory") for p in missing)
     run = _Run(store, emb, report, len(files), progress)

@@ -135,6 +135,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             bar.close()
     for source, reason in report.failed:
         print(f"{source}: {reason}", file=sys.stderr)
+    if report.truncated:
+        print(f"warning: {report.truncated} of the {report.written} chunks embedded are longer "
+              f"than the embedding model's window ({report.window} of its tokens): the rest "
+              "of each is stored but not embedded, so retrieval cannot find it. Chunk with a "
+              f"smaller --max-tokens ({report.window} with the minilm tokenizer).",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     else:

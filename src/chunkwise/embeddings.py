@@ -166,6 +166,14 @@ class MiniLMEmbedder:
             out[idx] = self._forward([encodings[i].ids for i in idx])
         return out
 
+    def overflowing(self, texts: Sequence[str]) -> int:
+        """How many of `texts` are longer than the model's window: `embed` sees only their
+        first 256 tokens."""
+        if not texts:
+            return 0
+        self._load()
+        return sum(1 for e in self._tokenizer.encode_batch(list(texts)) if e.overflowing)
+
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
         width = max(len(ids) for ids in batch)
         input_ids = np.zeros((len(batch), width), dtype=np.int64)
@@ -306,6 +314,10 @@ class Embedder:
     spec: str | None = None
     chroma_function: Any = None
     query_embed: Callable[[Sequence[str]], Any] | None = None
+    #: the model's window in its own tokens, and how many of some texts exceed it (so are
+    #: embedded only in part); None when the model does not say
+    window: int | None = None
+    overflowing: Callable[[Sequence[str]], int] | None = None
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
         return (self.query_embed or self.embed)(texts)
@@ -353,7 +365,8 @@ def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
 
     return Embedder(identity=embedder.identity, embed=embed, spec=embedder.spec,
                     chroma_function=embedder.chroma_function,
-                    query_embed=embedder.query_embed or embedder.embed)
+                    query_embed=embedder.query_embed or embedder.embed,
+                    window=embedder.window, overflowing=embedder.overflowing)
 
 
 def resolve_embedder(spec: object = None) -> Embedder:
@@ -378,7 +391,8 @@ def resolve_embedder(spec: object = None) -> Embedder:
 def _minilm_embedder(model_dir: str | None, spec: str) -> Embedder:
     ef = ChunkwiseEmbeddingFunction(model_dir=model_dir)
     return Embedder(identity=f"chunkwise-minilm/{MODEL_NAME}", embed=ef.embedder.embed,
-                    spec=spec, chroma_function=ef)
+                    spec=spec, chroma_function=ef, window=MAX_TOKENS,
+                    overflowing=ef.embedder.overflowing)
 
 
 def _embedder_from_string(spec: str) -> Embedder:

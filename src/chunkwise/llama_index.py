@@ -567,6 +567,7 @@ class ChunkwiseEmbedding(BaseEmbedding):
                                   description="Texts handed to the model per call.")
 
     _model: Any = PrivateAttr(default=None)
+    _warned: bool = PrivateAttr(default=False)
 
     @classmethod
     def class_name(cls) -> str:
@@ -599,7 +600,16 @@ class ChunkwiseEmbedding(BaseEmbedding):
         return self._embed([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        if not self._warned:  # once per model object: a pipeline embeds in many batches
+            over = self._embedder().overflowing(texts)
+            if over:
+                from .embeddings import MAX_TOKENS
+
+                self._warned = True
+                log.warning("%d of %d texts are longer than the model's %d-token window: only "
+                            "their start is embedded (chunk with max_tokens=%d, minilm "
+                            "tokenizer)", over, len(texts), MAX_TOKENS, MAX_TOKENS)
         return self._embed(texts)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._embed(texts)
+        return self._get_text_embeddings(texts)
