@@ -285,6 +285,8 @@ def test_cli_ingest_and_query(corpus, tmp_path):
                   cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0]["source"] == "docs/volcanoes.md"
+    out = run_cli("query", "  ", "--db", "db", cwd=tmp_path)
+    assert out.returncode == 2 and "non-empty" in out.stderr and "Traceback" not in out.stderr
     out = run_cli("query", "ash", "--db", "db", "--where", "{oops", cwd=tmp_path)
     assert out.returncode == 2 and "--where" in out.stderr and "Traceback" not in out.stderr
     (corpus / "broken.txt").write_bytes(b"\x00\xff" * 300)

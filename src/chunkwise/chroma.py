@@ -612,6 +612,8 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
     collection was built with unless `embedder` is given."""
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"the query must be a non-empty string, got {text!r}")
     c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
                 retry_delays=retry_delays)
     col = _open_for_query(c, collection, retry_delays)
