@@ -81,11 +81,13 @@ def build_tree(doc: ParsedDocument) -> Node:
     order.sort()
     stack = [root]
     # The nodes with children, each after its own parent (the order nodes get their first
-    # child), and those with a paragraph or label child (the only ones marks and lead-ins
-    # change): the steps below visit these, not every node (most are leaves, list items
-    # and table rows).
+    # child), those with a paragraph or label child (the only ones lead-ins change) and
+    # those with a mark child: the steps below visit these, not every node (most are
+    # leaves, list items and table rows).
     parents: list[Node] = []
     prose_parents: dict[int, Node] = {}
+    mark_parents: dict[int, Node] = {}
+    text = doc.text
     for start, neg_end, _, i in order:
         s, end = sections[i], -neg_end
         while stack[-1].end <= start:  # never pops the root: start < end <= root.end
@@ -102,14 +104,16 @@ def build_tree(doc: ParsedDocument) -> Node:
         top.children.append(node)
         if kind in _PROSE_KINDS:
             prose_parents[id(top)] = top
+            if kind in _PARAGRAPH_KINDS and is_mark(text, start, end):
+                mark_parents[id(top)] = top
         stack.append(node)
     if doc.format not in NON_PROSE_FORMATS:
         # Each step changes only the spans and list of a node's own children, so parents
         # can be taken in any order, and marks go before lead-ins before tiling.
+        for node in mark_parents.values():
+            node.children = _absorb_marks(node.children, text)
         for node in prose_parents.values():
-            node.children = _absorb_marks(node.children, doc.text)
-        for node in prose_parents.values():
-            node.children = _attach_lead_ins(node.children, doc.text)
+            node.children = _attach_lead_ins(node.children, text)
     for node in parents:  # top-down: a node is tiled before its children are
         _tile(node)
     return root
@@ -118,7 +122,7 @@ def build_tree(doc: ParsedDocument) -> Node:
 def _absorb_marks(kids: list[Node], text: str) -> list[Node]:
     """Siblings `kids` with every leaf paragraph without a letter or digit merged into the
     sibling before it (the one after it when it comes first)."""
-    if len(kids) < 2 or not any(_is_mark(text, k) for k in kids):
+    if len(kids) < 2:
         return kids
     kept: list[Node] = []
     for i, kid in enumerate(kids):
