@@ -226,10 +226,9 @@ def _push_paragraph(state, startLine: int, nextLine: int) -> None:
     # paragraph's line map. The two tokens are `push`'s, built here (most blocks are
     # paragraphs): both at the current level, which they leave as it was.
     state.line = nextLine
-    opening, closing = _Token("paragraph_open", "p", 1), _Token("paragraph_close", "p", -1)
-    opening.level = closing.level = state.level
-    opening.map = [startLine, nextLine]
-    state.tokens += (opening, closing)
+    level = state.level
+    state.tokens += (_Token("paragraph_open", "p", 1, level, [startLine, nextLine]),
+                     _Token("paragraph_close", "p", -1, level))
 
 
 def _push_heading(state, startLine: int, nextLine: int, marker: str) -> None:
@@ -595,19 +594,30 @@ _EMPTY = types.MappingProxyType({})
 
 
 class _Token(Token):
-    """A `Token` built without the dataclass `__init__` (defaults set directly)."""
+    """A `Token` that stores what block rules give every token (type, tag, nesting, level
+    and line map) and whatever a rule assigns later; a field never assigned reads as its
+    default (`__getattr__` runs only for those). Five stores, not the dataclass's fourteen:
+    a document has a few hundred tokens, a 50 MB one millions."""
 
     __slots__ = ()
 
-    def __init__(self, type: str, tag: str, nesting: int) -> None:
-        self.type, self.tag, self.nesting = type, tag, nesting
-        # one shared read-only mapping, not two dicts per token (a 50 MB document has
-        # millions of tokens); the block rules assign attrs, and mutate them only behind
-        # options chunkwise leaves off (alerts, tasklists), where this would raise
-        self.attrs = self.meta = _EMPTY
-        self.map, self.level, self.children = None, 0, None
-        self.content = self.markup = self.info = ""
-        self.block, self.hidden = True, False
+    def __init__(self, type: str, tag: str, nesting: int, level: int,
+                 map: list[int] | None = None) -> None:
+        self.type, self.tag, self.nesting, self.level, self.map = type, tag, nesting, level, map
+
+    def __getattr__(self, name: str):
+        try:
+            return _TOKEN_DEFAULTS[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+#: what an unassigned field of a `_Token` reads as: markdown-it's defaults for a block token
+#: but for `attrs` and `meta`, one shared read-only mapping rather than two dicts per token;
+#: the block rules assign attrs, and mutate them only behind options chunkwise leaves off
+#: (alerts, tasklists), where this would raise
+_TOKEN_DEFAULTS = {"attrs": _EMPTY, "meta": _EMPTY, "children": None, "content": "",
+                   "markup": "", "info": "", "block": True, "hidden": False}
 
 
 class State(StateBlock):
@@ -628,10 +638,9 @@ class State(StateBlock):
         self.bsCount.append(0)
 
     def push(self, ttype: str, tag: str, nesting) -> Token:
-        token = _Token(ttype, tag, nesting)
         if nesting < 0:
             self.level -= 1
-        token.level = self.level
+        token = _Token(ttype, tag, nesting, self.level)
         if nesting > 0:
             self.level += 1
         self.tokens.append(token)

@@ -544,6 +544,18 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
 
 
 @settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="# \t\n-*+•>|`~1.!?…。)\"'abA", max_size=50), st.data())
+def test_sentence_cuts_shortcut_changes_nothing(text, data):
+    """`sentence_cuts` answers at once for a span with no newline and no terminator; on
+    any range of any text that answer is the full computation's."""
+    from chunkwise.strategies import sentences
+
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert sentences.sentence_cuts(text, start, end) == sentences._cuts(text, start, end)
+
+
+@settings(max_examples=1000, deadline=None)
 @given(st.text(alphabet="# \t\n-*+•>|`~1.)ab", max_size=50), st.data())
 def test_hard_breaks_match_the_plain_pattern(text, data):
     """`hard_breaks` uses three fast patterns; on any range of any text it finds exactly

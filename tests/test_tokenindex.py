@@ -124,3 +124,17 @@ def test_wordpiece_index_in_blocks_is_one_pass(name, block):
     whole = [e for _, e in tok.encode(text, add_special_tokens=False).offsets]
     ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, block)
     assert ends.tolist() == whole
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+@pytest.mark.parametrize("context", ["Guide > Tips", "ends with punctuation:", "ends with slash /"])
+def test_a_span_whose_start_may_join_the_context_counts_exactly(name, context):
+    """A span starting with `/` (a pymdownx `/// tip` block) may share a piece with the
+    context's `\\n\\n` (o200k's punctuation runs take newlines and slashes): its first
+    characters are encoded with the context, the rest is counted from the index."""
+    text = "Intro words.\n\n/// tip | Note\n\nSome words here, then `code` and more.\n\n///\n" * 20
+    sizer = get_sizer(name)
+    counter = span_counter(sizer, text)
+    for a in [m.start() for m in re.finditer("/", text)][:40]:
+        for b in (a + 1, a + 3, a + 9, a + 40, len(text)):
+            assert counter.embed(context, a, b) == sizer.count(f"{context}\n\n{text[a:b]}")

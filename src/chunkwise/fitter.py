@@ -349,16 +349,17 @@ class Fitter:
         return self.counter.embed(context, a, b)
 
     def _kinds(self, chain: tuple[Node, ...], run: list[Node]) -> tuple[str, ...]:
-        seen: dict[str, None] = {}
-        for node in chain:
-            if node.kind not in _STRUCTURAL:
-                seen[node.kind] = None
-        todo = list(reversed(run))
+        """The kinds of the chain's sections, then of the run's subtrees in document order,
+        each once; structural kinds are dropped at the end (one test, not one per node)."""
+        seen = dict.fromkeys(node.kind for node in chain)
+        todo = run[::-1]
         while todo:
             node = todo.pop()
-            if node.kind not in _STRUCTURAL:
-                seen[node.kind] = None
-            todo.extend(reversed(node.children))
+            seen[node.kind] = None
+            if node.children:
+                todo += node.children[::-1]
+        for kind in _STRUCTURAL:
+            seen.pop(kind, None)
         return tuple(seen)
 
     @staticmethod

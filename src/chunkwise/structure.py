@@ -35,6 +35,8 @@ _PARAGRAPH_KINDS = frozenset({"paragraph"})
 _LEAD_IN_ENDS = (":", "：")
 #: kinds of a line that titles the block after it (a parser's say: Markdown's `=== "Tab"`)
 _LABEL_KINDS = frozenset({"label"})
+#: the kinds that marks and lead-ins move
+_PROSE_KINDS = _PARAGRAPH_KINDS | _LABEL_KINDS
 #: what a lead-in never attaches to: a heading starts its own section
 _NOT_INTRODUCED = frozenset({"section", "document"})
 #: a lead-in longer than this (in characters) is cut back to its last line
@@ -78,6 +80,14 @@ def build_tree(doc: ParsedDocument) -> Node:
                  for start, end in [_clip(s, n)] if start < end]
     order.sort()
     stack = [root]
+    # The nodes with children, each after its own parent (the order nodes get their first
+    # child), those with a paragraph or label child (the only ones lead-ins change) and
+    # those with a mark child: the steps below visit these, not every node (most are
+    # leaves, list items and table rows).
+    parents: list[Node] = []
+    prose_parents: dict[int, Node] = {}
+    mark_parents: dict[int, Node] = {}
+    text = doc.text
     for start, neg_end, _, i in order:
         s, end = sections[i], -neg_end
         while stack[-1].end <= start:  # never pops the root: start < end <= root.end
@@ -87,36 +97,44 @@ def build_tree(doc: ParsedDocument) -> Node:
             end = top.end
         if start >= end:
             continue
-        node = Node(start, end, s.level, s.kind, s.path or top.path, s.context, s.meta)
+        kind = s.kind
+        node = Node(start, end, s.level, kind, s.path or top.path, s.context, s.meta)
+        if not top.children:
+            parents.append(top)
         top.children.append(node)
+        if kind in _PROSE_KINDS:
+            prose_parents[id(top)] = top
+            if kind in _PARAGRAPH_KINDS and is_mark(text, start, end):
+                mark_parents[id(top)] = top
         stack.append(node)
     if doc.format not in NON_PROSE_FORMATS:
-        _absorb_marks(root, doc.text)
-        _attach_lead_ins(root, doc.text)
-    _tile(root)
+        # Each step changes only the spans and list of a node's own children, so parents
+        # can be taken in any order, and marks go before lead-ins before tiling.
+        for node in mark_parents.values():
+            node.children = _absorb_marks(node.children, text)
+        for node in prose_parents.values():
+            node.children = _attach_lead_ins(node.children, text)
+    for node in parents:  # top-down: a node is tiled before its children are
+        _tile(node)
     return root
 
 
-def _absorb_marks(root: Node, text: str) -> None:
-    """Merge every leaf paragraph without a letter or digit into its previous sibling (its
-    next one when it comes first)."""
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        kids = node.children
-        if len(kids) > 1 and any(_is_mark(text, k) for k in kids):
-            kept: list[Node] = []
-            for i, kid in enumerate(kids):
-                if _is_mark(text, kid):
-                    if kept:
-                        kept[-1].end = kid.end
-                        continue
-                    if i + 1 < len(kids):  # first: the next sibling starts here
-                        kids[i + 1].start = kid.start
-                        continue
-                kept.append(kid)
-            node.children = kept
-        todo.extend(node.children)
+def _absorb_marks(kids: list[Node], text: str) -> list[Node]:
+    """Siblings `kids` with every leaf paragraph without a letter or digit merged into the
+    sibling before it (the one after it when it comes first)."""
+    if len(kids) < 2:
+        return kids
+    kept: list[Node] = []
+    for i, kid in enumerate(kids):
+        if _is_mark(text, kid):
+            if kept:
+                kept[-1].end = kid.end
+                continue
+            if i + 1 < len(kids):  # first: the next sibling starts here
+                kids[i + 1].start = kid.start
+                continue
+        kept.append(kid)
+    return kept
 
 
 def _is_mark(text: str, node: Node) -> bool:
@@ -125,36 +143,33 @@ def _is_mark(text: str, node: Node) -> bool:
             and is_mark(text, node.start, node.end))
 
 
-def _attach_lead_ins(root: Node, text: str) -> None:
-    """Move the lead-in (last sentence) of every leaf paragraph ending with a colon into the
-    sibling after it (unless that is a heading-led section): the sibling then starts where
-    the lead-in does, its `own_start` unchanged, so the lead-in is glued to its start like a
-    heading; the paragraph ends before its lead-in, or goes when it is all lead-in."""
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        kids = node.children
-        if len(kids) > 1:
-            kept: list[Node] = []
-            for kid in reversed(kids):  # back to front: two lead-ins in a row both attach
-                nxt = kept[-1] if kept else None
-                if nxt is not None and not kid.children and nxt.kind not in _NOT_INTRODUCED:
-                    if kid.kind in _LABEL_KINDS:  # moves whole, and titles later pieces
-                        nxt.start = kid.start
-                        if not nxt.context:
-                            nxt.context = " ".join(text[kid.start:kid.end].split())
-                        continue
-                    if kid.kind in _PARAGRAPH_KINDS \
-                            and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS:
-                        lead = nxt.start = _lead_in_start(text, kid.start, kid.end)
-                        if lead > kid.start:
-                            kid.end = lead
-                            kept.append(kid)
-                        continue
-                kept.append(kid)
-            kept.reverse()
-            node.children = kept
-        todo.extend(node.children)
+def _attach_lead_ins(kids: list[Node], text: str) -> list[Node]:
+    """Siblings `kids` with the lead-in (last sentence) of every leaf paragraph ending with
+    a colon moved into the sibling after it (unless that is a heading-led section): the
+    sibling then starts where the lead-in does, its `own_start` unchanged, so the lead-in is
+    glued to its start like a heading; the paragraph ends before its lead-in, or goes when
+    it is all lead-in."""
+    if len(kids) < 2:
+        return kids
+    kept: list[Node] = []
+    for kid in reversed(kids):  # back to front: two lead-ins in a row both attach
+        nxt = kept[-1] if kept else None
+        if nxt is not None and not kid.children and nxt.kind not in _NOT_INTRODUCED:
+            if kid.kind in _LABEL_KINDS:  # moves whole, and titles later pieces
+                nxt.start = kid.start
+                if not nxt.context:
+                    nxt.context = " ".join(text[kid.start:kid.end].split())
+                continue
+            if kid.kind in _PARAGRAPH_KINDS \
+                    and _last_char(text, kid.start, kid.end) in _LEAD_IN_ENDS:
+                lead = nxt.start = _lead_in_start(text, kid.start, kid.end)
+                if lead > kid.start:
+                    kid.end = lead
+                    kept.append(kid)
+                continue
+        kept.append(kid)
+    kept.reverse()
+    return kept
 
 
 def _lead_in_start(text: str, a: int, b: int) -> int:
@@ -183,19 +198,13 @@ def _clip(s: Section, n: int) -> tuple[int, int]:
     return max(0, min(s.start, n)), max(0, min(s.end, n))
 
 
-def _tile(root: Node) -> None:
-    """Stretch children to cover their parent exactly (iteratively: trees can be deep)."""
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        kids = node.children
-        if not kids:
-            continue
-        kids[0].start = node.start
-        for prev, cur in zip(kids, kids[1:]):
-            cur.start = prev.end
-        kids[-1].end = node.end
-        todo.extend(kids)
+def _tile(node: Node) -> None:
+    """Stretch a node's children to cover it exactly."""
+    kids = node.children
+    kids[0].start = node.start
+    for prev, cur in zip(kids, kids[1:]):
+        cur.start = prev.end
+    kids[-1].end = node.end
 
 
 def walk(root: Node) -> Iterator[tuple[Node, int]]:

@@ -133,6 +133,7 @@ class _AnchoredCounter(SpanCounter):
                  inner: Callable[[str], int]) -> None:
         super().__init__(sizer, text)
         self._anchor, self._inner = anchor, inner
+        self._last = _last_match(anchor)
         self._ending_by = ends.searchsorted  # (p, "right") -> tokens ending at or before p
 
     def _between(self, a: int, b: int) -> int:
@@ -151,9 +152,19 @@ class _AnchoredCounter(SpanCounter):
         return (ending[1:] - ending[:-1] + self.sizer.overhead).tolist()
 
     def embed(self, context: str, a: int, b: int) -> int:
-        if context and self._joins(a):
+        if not context:
+            return self.span(a, b)
+        if self._joins(a):
             return self.context_cost(context) + self.span(a, b)
-        return super().embed(context, a, b)
+        # The text's first characters may share a piece with the "\n\n" before them (a
+        # chunk that starts with `///`): encode them with the context, up to the text's
+        # first anchor after `a`, which the context cannot move; the rest counts as a span.
+        n = len(self.text)
+        m = self._anchor.search(self.text, a, min(b + 1, n))
+        if m is None or m.end() > b:
+            return super().embed(context, a, b)
+        p = m.end()
+        return self._inner(f"{context}\n\n{self.text[a:p]}") + self.span(p, b)
 
     def _joins(self, a: int) -> bool:
         """Whether the start of `text[a:]` is an anchor right after `"\\n\\n"`."""
@@ -188,12 +199,20 @@ class _AnchoredCounter(SpanCounter):
         window = _WINDOW
         while True:
             start = max(lo, b - window)
-            last = lo
-            for m in self._anchor.finditer(text, start, b):
-                last = m.end()
-            if last > lo or start == lo:
-                return last
+            m = self._last.match(text, start, b)
+            if m is not None:
+                return m.end()
+            if start == lo:
+                return lo
             window *= 8
+
+
+@lru_cache(maxsize=None)
+def _last_match(anchor: re.Pattern) -> re.Pattern:
+    """A pattern whose match from `start` ends at the last anchor in [start, endpos): a
+    greedy `.*` runs to the end and backs off to the last place `anchor` matches (each of
+    its matches is one character, so that is the last match `finditer` would give)."""
+    return re.compile(f"(?s:.*)(?:{anchor.pattern})", anchor.flags)
 
 
 class _TiktokenCounter(_AnchoredCounter):

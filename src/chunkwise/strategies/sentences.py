@@ -35,6 +35,8 @@ _END = re.compile(r"[.!?…。！？](?:(?<=[.!?…])[.!?…]*[\"'”’»)\]]*(
 _BREAK = re.compile(r"\n(?:[ \t]*\n|(?=[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```|~~~)))")
 _HEADING_AFTER_NEWLINE = re.compile(r"\n[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.M)
 _HEADING_HERE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.M)
+#: a character without which a span has no cut: a newline or a terminator (see `_END`)
+_MAY_CUT = re.compile(r"[\n.!?…。！？]")
 _WORD_BEFORE = re.compile(r"\S+$")
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.){2,}")
 _OPENERS = "\"'“‘«([{"
@@ -69,6 +71,16 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
 def sentence_cuts(text: str, start: int, end: int) -> list[int]:
     """Offsets strictly inside `(start, end)` where a new sentence may start (each is just
     after a sentence's terminator or hard break; leading whitespace is not skipped)."""
+    if end <= len(text) and _MAY_CUT.search(text, start, end) is None:
+        # One line without a terminator (a lead-in such as "Install it with:", a title)
+        # has no cut: a hard break needs a newline, but for a heading line at `start`,
+        # which ends at `end`. Half the paragraphs the tree asks about, at one search.
+        return []
+    return _cuts(text, start, end)
+
+
+def _cuts(text: str, start: int, end: int) -> list[int]:
+    """`sentence_cuts`, without its shortcut."""
     cuts = hard_breaks(text, start, end)
     for m in _END.finditer(text, start, end):
         if _ends_sentence(text, m.start(), m.end(), end):
