@@ -138,3 +138,83 @@ def test_a_span_whose_start_may_join_the_context_counts_exactly(name, context):
     for a in [m.start() for m in re.finditer("/", text)][:40]:
         for b in (a + 1, a + 3, a + 9, a + 40, len(text)):
             assert counter.embed(context, a, b) == sizer.count(f"{context}\n\n{text[a:b]}")
+
+
+@pytest.fixture
+def hf_encoded(monkeypatch):
+    """Lengths of the texts that Hugging Face tokenizers loaded by the WordPiece index during
+    the test are asked to encode."""
+    import tokenizers
+
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    lengths: list[int] = []
+    real = tokenizers.Tokenizer
+
+    class Recording:
+        def __init__(self, tok):
+            self._tok = tok
+
+        @classmethod
+        def from_file(cls, path):
+            return cls(real.from_file(path))
+
+        def encode(self, text, *args, **kwargs):
+            lengths.append(len(text))
+            return self._tok.encode(text, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._tok, name)
+
+    monkeypatch.setattr(tokenizers, "Tokenizer", Recording)
+    _wordpiece_builder.cache_clear()
+    yield lengths
+    monkeypatch.undo()
+    _wordpiece_builder.cache_clear()
+
+
+def _one_pass_ends(text: str) -> list[int]:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
+    tok.no_truncation()
+    tok.no_padding()
+    return [e for _, e in tok.encode(text, add_special_tokens=False).offsets]
+
+
+#: pieces of text without ASCII whitespace, where the index must cut inside words: runs of
+#: letters longer than WordPiece's 100 characters, punctuation, added tokens' text (and their
+#: parts), characters the normalizer drops, changes or isolates
+UNSPACED = ["x" * 300, "Zq9" * 90, "a" * 50, "ab" * 80, "=", "+/", "[SEP]", "[UNK]", "[", "]",
+            "SEP", "é", "\x01", "\u0301", "İ", "日本", "😀"]
+
+
+@pytest.mark.parametrize("block", [2, 8, 64, 1000])
+def test_wordpiece_index_cut_inside_words_is_one_pass(block):
+    """Without ASCII whitespace, blocks are cut after punctuation, or inside a run of letters
+    and digits too long to be anything but one [UNK]: the token ends are still those of one
+    encode of the whole text."""
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    rng = random.Random(block)
+    build = _wordpiece_builder(str(minilm_tokenizer_path()))
+    for _ in range(150):
+        text = "".join(rng.choice(UNSPACED + [" ", "\n"]) for _ in range(rng.randint(1, 60)))
+        assert build.token_ends(text, block).tolist() == _one_pass_ends(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "x" * 100_000,                                    # one word: a single [UNK]
+    "=+" * 50_000,                                    # one token per character
+    "".join(random.Random(1).choice("abcXYZ0129+/") for _ in range(100_000)),  # base64
+    ("ab" * 60 + "[SEP]") * 800,                      # cuts next to added tokens' text
+    "Zq9" * 30_000 + "[UNK]" + "é" * 5 + "y" * 20_000,
+])
+def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text, hf_encoded):
+    """A long text without ASCII whitespace is encoded in blocks of about the size asked
+    for (at most 1.5 times it), not in one call: memory stays bounded."""
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
+    assert max(hf_encoded) <= 1500
+    assert ends.tolist() == _one_pass_ends(text)

@@ -285,6 +285,9 @@ class Fitter:
         if j - i == 1 and first is not None:
             chain = (*chain, first)
         context, _ = self._context(chain, chain[-1], start)
+        if end - start > self.max_chars:  # (one unit) too long to fit whatever its count:
+            # not counted, so that a 50 MB paragraph is not encoded whole only to be split
+            return _Candidate(start, end, context, self.budget + 1, chain)
         return _Candidate(start, end, context, self._count(context, start, end), chain)
 
     def _fits(self, cand: _Candidate) -> bool:
