@@ -73,6 +73,8 @@ _ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
 _ALNUM = re.compile(r"[0-9A-Za-z]*")
 #: characters encoded at once when indexing a text with a WordPiece tokenizer
 _WORDPIECE_BLOCK = 1 << 18
+#: tokens whose character counts are looked up at once when building a tiktoken index
+_LOOKUP = 1 << 20
 #: first window searched backwards for an anchor; it grows 8x until one is found
 _WINDOW = 16
 
@@ -266,18 +268,28 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
     def inner(s: str) -> int:
         return len(encode(s)) if s else 0
 
-    def build(sizer: Sizer, text: str) -> SpanCounter:
+    def token_ends(text: str) -> np.ndarray:
         # With no special token allowed or disallowed this is `encode_ordinary`, as an
         # array (no Python list of ints to build).
         ids = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-        per_token = chars[ids]
-        if (per_token < 0).any():
-            with lock:
-                for t in np.unique(ids[per_token < 0]).tolist():
-                    chars[t] = len(enc.decode_single_token_bytes(t).translate(
-                        None, _CONTINUATION_BYTES))
-            per_token = chars[ids]
-        return _TiktokenCounter(sizer, text, np.cumsum(per_token), _TIKTOKEN_ANCHOR, inner)
+        # The lookups go a slice at a time: numpy copies the ids it indexes with (as
+        # 8-byte ints), which for all of them would take more than the ends themselves.
+        ends = np.empty(len(ids), dtype=np.int64)
+        for k in range(0, len(ids), _LOOKUP):
+            part = ids[k:k + _LOOKUP]
+            per_token = chars[part]
+            if (per_token < 0).any():
+                with lock:
+                    for t in np.unique(part[per_token < 0]).tolist():
+                        chars[t] = len(enc.decode_single_token_bytes(t).translate(
+                            None, _CONTINUATION_BYTES))
+                per_token = chars[part]
+            ends[k:k + _LOOKUP] = per_token
+        del ids
+        return np.cumsum(ends, out=ends)
+
+    def build(sizer: Sizer, text: str) -> SpanCounter:
+        return _TiktokenCounter(sizer, text, token_ends(text), _TIKTOKEN_ANCHOR, inner)
 
     return build
 
