@@ -218,3 +218,67 @@ def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text,
     ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
     assert max(hf_encoded) <= 1500
     assert ends.tolist() == _one_pass_ends(text)
+
+
+#: pieces that make long tiktoken pieces (runs of letters, of punctuation, of spaces) or none
+GAPPY = ["x" * 40, "ab" * 30, "Zq9", "=" * 60, "    " * 10, " ", "\n", "\n\n", ".", "/",
+         "'s", "é", "日本", "😀", "word "]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_tiktoken_index_with_gaps_counts_exactly(name, monkeypatch):
+    """Stretches without anchors are left out of the tiktoken index (here from 16
+    characters on): counts stay exact, and each estimate is the one of a full index or a
+    lower bound of it over `enough`."""
+    import chunkwise.tokenindex as ti
+
+    rng = random.Random(name)
+    sizer = get_sizer(name)
+    gapped = 0
+    for _ in range(120):
+        text = "".join(rng.choice(GAPPY) for _ in range(rng.randint(1, 80)))
+        full = span_counter(sizer, text)
+        monkeypatch.setattr(ti, "_GAP", rng.choice([4, 16]))
+        counter = span_counter(sizer, text)
+        monkeypatch.undo()
+        gapped += bool(counter._gaps)
+        bounds = sorted({0, len(text), *(rng.randrange(len(text)) for _ in range(5))})
+        enough = rng.choice([None, 3, 12])
+        for got, want in zip(counter.estimates(bounds, enough=enough), full.estimates(bounds)):
+            assert got == want or enough is not None and enough < got <= want
+        for _ in range(20):
+            a = rng.randrange(len(text) + 1)
+            b = rng.randrange(a, len(text) + 1)
+            assert counter.span(a, b) == sizer.count(text[a:b])
+            assert counter.embed("Guide", a, b) == sizer.count(f"Guide\n\n{text[a:b]}")
+    assert gapped > 60
+
+
+def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch):
+    """A run of letters is one tiktoken piece, merged with work arrays of some 45 bytes a
+    byte: the index leaves it out, the fitter splits it at characters counting only its
+    pieces, and the chunks are those of a full index."""
+    import tiktoken
+
+    import chunkwise.tokenindex as ti
+    from chunkwise.api import parse_bytes
+    from chunkwise.fitter import Fitter
+
+    doc = parse_bytes(b"Some words first.\n\n" + b"x" * 100_000 + b"\n\nAnd after.", source="r.txt")
+    encoded = []
+    for method in ("encode_ordinary", "encode_to_numpy"):
+        real = getattr(tiktoken.Encoding, method)
+
+        def counting(self, text, *args, _real=real, **kwargs):
+            encoded.append(len(text))
+            return _real(self, text, *args, **kwargs)
+
+        monkeypatch.setattr(tiktoken.Encoding, method, counting)
+    monkeypatch.setattr(ti, "_GAP", 4096)
+    fitter = Fitter(get_sizer("cl100k_base"), 64)
+    pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc)]
+    assert max(encoded) <= fitter.max_chars and len(pieces) > 100
+    monkeypatch.setattr(ti, "_GAP", 1 << 40)  # no gap: the whole run is encoded
+    full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
+    assert max(encoded) > 100_000
+    assert pieces == [(p.start, p.end, p.context, p.tokens) for p in full]

@@ -15,6 +15,13 @@ match is the character before an anchor, so the anchor is `match.end()`).
 Between two anchors, a span's tokens are exactly the document's tokens there, so a span costs
 two binary searches plus encoding its short ends (start to first anchor, last anchor to end).
 Counts are exact, never estimates; any tokenizer not proven here is counted directly.
+
+Memory: a tokenizer given a 50 MB text at once takes gigabytes. The WordPiece index encodes
+its text in blocks of about `_WORDPIECE_BLOCK` characters (`_blocks`), cut inside words where
+a stretch has no whitespace (`_WordCuts`); only a long stretch with neither whitespace, ASCII
+punctuation nor a long run of ASCII letters and digits is still encoded whole. The tiktoken
+index leaves out the long stretches without an anchor, which may be one huge piece
+(`_TiktokenCounter`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import json
 import logging
 import re
 import threading
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -73,6 +81,9 @@ _ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
 _ALNUM = re.compile(r"[0-9A-Za-z]*")
 #: characters encoded at once when indexing a text with a WordPiece tokenizer
 _WORDPIECE_BLOCK = 1 << 18
+#: a tiktoken index leaves out the stretches between consecutive anchors that hold this many
+#: characters in a row without an anchor (so every one twice as long, and some shorter)
+_GAP = 1 << 19
 #: tokens whose character counts are looked up at once when building a tiktoken index
 _LOOKUP = 1 << 20
 #: first window searched backwards for an anchor; it grows 8x until one is found
@@ -104,9 +115,11 @@ class SpanCounter:
         self._memo.update(zip(pairs, counts))
         return counts
 
-    def estimates(self, bounds: Sequence[int]) -> list[int]:
+    def estimates(self, bounds: Sequence[int], *, enough: int | None = None) -> list[int]:
         """Counts, used only to choose what to try, of the tiles between consecutive
-        `bounds`; here the exact counts of the tiles without surrounding whitespace."""
+        `bounds`; here the exact counts of the tiles without surrounding whitespace. An
+        index may estimate a tile at any lower bound of its estimate that is over `enough`
+        (the caller treats all such tiles alike: too big)."""
         text = self.text
         return self.sizer.count_many([text[a:b].strip() for a, b in zip(bounds, bounds[1:])])
 
@@ -151,7 +164,7 @@ class _AnchoredCounter(SpanCounter):
     def spans(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
         return [self.span(a, b) for a, b in pairs]
 
-    def estimates(self, bounds: Sequence[int]) -> list[int]:
+    def estimates(self, bounds: Sequence[int], *, enough: int | None = None) -> list[int]:
         """The document's tokens ending in each tile, in one vectorised search. The
         estimates of consecutive tiles add up to the estimate of the run, which is its
         count give or take the tokens cut at its ends and the whitespace after it."""
@@ -223,9 +236,64 @@ def _last_match(anchor: re.Pattern) -> re.Pattern:
 
 
 class _TiktokenCounter(_AnchoredCounter):
+    """The tiktoken index, less its *gaps*: stretches between consecutive anchors that hold
+    `_GAP` characters in a row without one. tiktoken merges the bytes of one piece (a 50 MB
+    run of letters is one) with work arrays of some 45 bytes a byte, so a gap is encoded
+    (alone: it lies between anchors) only when a count needs it: an exact count over it, or
+    an estimate its lower bound does not settle. A gap holds at least one token per
+    `longest` characters (the bytes of the longest token), so a tile holding much of one
+    has at least that many; when that is over `enough` the lower bound is given instead
+    (a whole gap holds over 4,000 tokens: over `enough` for budgets up to some 3,000)."""
+
+    def __init__(self, sizer: Sizer, text: str, ends: np.ndarray, anchor: re.Pattern,
+                 inner: Callable[[str], int], gaps: list[tuple[int, int]],
+                 fill: Callable[[str], np.ndarray], longest: int) -> None:
+        super().__init__(sizer, text, ends, anchor, inner)
+        self._ends, self._gaps, self._fill, self._longest = ends, gaps, fill, longest
+
     def _joins(self, a: int) -> bool:
         c = self.text[a:a + 1]
         return bool(c) and not c.isspace() and c != "/"
+
+    def _between(self, a: int, b: int) -> int:
+        if self._gaps:  # a gap overlapping (a, b] lies inside it: a and b are anchors
+            for g0, g1 in [g for g in self._gaps if a <= g[0] and g[1] <= b]:
+                self._encode_gap(g0, g1)
+        return super()._between(a, b)
+
+    def estimates(self, bounds: Sequence[int], *, enough: int | None = None) -> list[int]:
+        """Tokens ending in each tile, as the base class gives them; for a tile that holds
+        part of a gap, plus the least number of tokens that part can hold when that brings
+        the tile over `enough`, else the gap is encoded and its tokens counted."""
+        if not self._gaps or not bounds:
+            return super().estimates(bounds)
+        bounds = list(bounds)
+        known = super().estimates(bounds)
+        more = [0] * len(known)
+        for g0, g1 in list(self._gaps):
+            least = {}  # tile -> tokens at least in its part of (g0, g1]
+            for t in range(max(0, bisect_right(bounds, g0) - 1),
+                           min(len(known), bisect_left(bounds, g1))):
+                part = min(bounds[t + 1], g1) - max(bounds[t], g0)
+                if part > 0:
+                    least[t] = part // self._longest
+            if least and (enough is None or any(known[t] + more[t] + n <= enough
+                                                for t, n in least.items())):
+                self._encode_gap(g0, g1)
+                return self.estimates(bounds, enough=enough)
+            for t, n in least.items():
+                more[t] += n
+        return [k + m for k, m in zip(known, more)]
+
+    def _encode_gap(self, g0: int, g1: int) -> None:
+        import numpy as np
+
+        ends, more = self._ends, self._fill(self.text[g0:g1])
+        more += g0
+        k = int(ends.searchsorted(g0, "right"))
+        self._ends = np.concatenate([ends[:k], more, ends[k:]]) if len(ends) else more
+        self._ending_by = self._ends.searchsorted
+        self._gaps.remove((g0, g1))
 
 
 def span_counter(sizer: Sizer, text: str) -> SpanCounter:
@@ -268,6 +336,8 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
     def inner(s: str) -> int:
         return len(encode(s)) if s else 0
 
+    longest = max(map(len, enc.token_byte_values()))
+
     def token_ends(text: str) -> np.ndarray:
         # With no special token allowed or disallowed this is `encode_ordinary`, as an
         # array (no Python list of ints to build).
@@ -289,9 +359,53 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
         return np.cumsum(ends, out=ends)
 
     def build(sizer: Sizer, text: str) -> SpanCounter:
-        return _TiktokenCounter(sizer, text, token_ends(text), _TIKTOKEN_ANCHOR, inner)
+        gaps = _gaps(text, _TIKTOKEN_ANCHOR, _GAP)
+        if not gaps:
+            ends = token_ends(text)
+        else:  # the text between gaps, each part encoded alone (gaps lie between anchors)
+            parts, pos = [np.zeros(0, dtype=np.int64)], 0
+            for g0, g1 in [*gaps, (len(text), len(text))]:
+                if g0 > pos:
+                    parts.append(token_ends(text[pos:g0]))
+                    parts[-1] += pos
+                pos = g1
+            ends = np.concatenate(parts)
+        return _TiktokenCounter(sizer, text, ends, _TIKTOKEN_ANCHOR, inner, gaps,
+                                token_ends, longest)
 
     return build
+
+
+def _gaps(text: str, anchor: re.Pattern, window: int) -> list[tuple[int, int]]:
+    """The stretches `(p, q)` between consecutive anchors of `text` that hold `window`
+    characters in a row without an anchor, found by probing consecutive windows (so every
+    stretch at least twice as long is among them)."""
+    gaps: list[tuple[int, int]] = []
+    x, n = 0, len(text)
+    while x + window < n:
+        # anchors strictly inside (x, x + window): the match is the character before one
+        if anchor.search(text, x, x + window) is not None:
+            x += window
+            continue
+        p = _last_anchor_upto(text, anchor, x, gaps[-1][1] if gaps else 0)
+        m = anchor.search(text, x + window - 1)
+        x = m.end() if m is not None else n
+        gaps.append((p, x))
+    return gaps
+
+
+def _last_anchor_upto(text: str, anchor: re.Pattern, x: int, floor: int) -> int:
+    """The last anchor in `[floor, x]`, where `floor` is one: searched backwards from `x` in
+    windows that grow until one holds an anchor."""
+    last, window = _last_match(anchor), _WINDOW
+    while True:
+        start = max(floor, x - window)
+        m = last.match(text, max(start - 1, 0), x + 1)  # the match ends at the anchor
+        if m is not None:
+            return m.end()
+        if start == floor:
+            return floor
+        window *= 8
 
 
 @lru_cache(maxsize=4)
