@@ -162,3 +162,29 @@ def test_character_split_of_a_long_dense_line_counts_spans_near_its_pieces():
     assert all(p.tokens <= 256 for p in pieces) and len(pieces) > 50
     mean_piece = sum(p.end - p.start for p in pieces) / len(pieces)
     assert sum(counted) < 12 * mean_piece * len(pieces)
+
+
+class _RecordingFitter(Fitter):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.counted: list[int] = []
+
+    def _count(self, context, a, b):
+        self.counted.append(b - a)
+        return super()._count(context, a, b)
+
+
+@pytest.mark.parametrize("name", ["minilm", "cl100k_base"])
+def test_a_paragraph_too_long_for_the_character_cap_is_never_counted_whole(name):
+    """A unit longer than the cap (`MAX_CHARS_PER_TOKEN` a token) cannot be a chunk whatever
+    its count: it is split without counting it (to WordPiece a run without a space is one
+    [UNK], so its estimate fits, and it used to be encoded whole)."""
+    text = "intro words here\n\n" + "x" * 300_000 + "\n\nlast words"
+    doc = parse_bytes(text.encode(), source="run.txt")
+    fitter = _RecordingFitter(get_sizer(name), 64)
+    pieces = fitter.fit(doc)
+    assert max(fitter.counted) <= fitter.max_chars
+    assert all(p.end - p.start <= fitter.max_chars for p in pieces)
+    for p in pieces:
+        embed = f"{p.context}\n\n" * bool(p.context) + doc.text[p.start:p.end]
+        assert p.tokens == get_sizer(name).count(embed) <= 64

@@ -138,3 +138,147 @@ def test_a_span_whose_start_may_join_the_context_counts_exactly(name, context):
     for a in [m.start() for m in re.finditer("/", text)][:40]:
         for b in (a + 1, a + 3, a + 9, a + 40, len(text)):
             assert counter.embed(context, a, b) == sizer.count(f"{context}\n\n{text[a:b]}")
+
+
+@pytest.fixture
+def hf_encoded(monkeypatch):
+    """Lengths of the texts that Hugging Face tokenizers loaded by the WordPiece index during
+    the test are asked to encode."""
+    import tokenizers
+
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    lengths: list[int] = []
+    real = tokenizers.Tokenizer
+
+    class Recording:
+        def __init__(self, tok):
+            self._tok = tok
+
+        @classmethod
+        def from_file(cls, path):
+            return cls(real.from_file(path))
+
+        def encode(self, text, *args, **kwargs):
+            lengths.append(len(text))
+            return self._tok.encode(text, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._tok, name)
+
+    monkeypatch.setattr(tokenizers, "Tokenizer", Recording)
+    _wordpiece_builder.cache_clear()
+    yield lengths
+    monkeypatch.undo()
+    _wordpiece_builder.cache_clear()
+
+
+def _one_pass_ends(text: str) -> list[int]:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
+    tok.no_truncation()
+    tok.no_padding()
+    return [e for _, e in tok.encode(text, add_special_tokens=False).offsets]
+
+
+#: pieces of text without ASCII whitespace, where the index must cut inside words: runs of
+#: letters longer than WordPiece's 100 characters, punctuation, added tokens' text (and their
+#: parts), characters the normalizer drops, changes or isolates
+UNSPACED = ["x" * 300, "Zq9" * 90, "a" * 50, "ab" * 80, "=", "+/", "[SEP]", "[UNK]", "[", "]",
+            "SEP", "é", "\x01", "\u0301", "İ", "日本", "😀"]
+
+
+@pytest.mark.parametrize("block", [2, 8, 64, 1000])
+def test_wordpiece_index_cut_inside_words_is_one_pass(block):
+    """Without ASCII whitespace, blocks are cut after punctuation, or inside a run of letters
+    and digits too long to be anything but one [UNK]: the token ends are still those of one
+    encode of the whole text."""
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    rng = random.Random(block)
+    build = _wordpiece_builder(str(minilm_tokenizer_path()))
+    for _ in range(150):
+        text = "".join(rng.choice(UNSPACED + [" ", "\n"]) for _ in range(rng.randint(1, 60)))
+        assert build.token_ends(text, block).tolist() == _one_pass_ends(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "x" * 100_000,                                    # one word: a single [UNK]
+    "=+" * 50_000,                                    # one token per character
+    "".join(random.Random(1).choice("abcXYZ0129+/") for _ in range(100_000)),  # base64
+    ("ab" * 60 + "[SEP]") * 800,                      # cuts next to added tokens' text
+    "Zq9" * 30_000 + "[UNK]" + "é" * 5 + "y" * 20_000,
+])
+def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text, hf_encoded):
+    """A long text without ASCII whitespace is encoded in blocks of about the size asked
+    for (at most 1.5 times it), not in one call: memory stays bounded."""
+    from chunkwise.tokenindex import _wordpiece_builder
+
+    ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
+    assert max(hf_encoded) <= 1500
+    assert ends.tolist() == _one_pass_ends(text)
+
+
+#: pieces that make long tiktoken pieces (runs of letters, of punctuation, of spaces) or none
+GAPPY = ["x" * 40, "ab" * 30, "Zq9", "=" * 60, "    " * 10, " ", "\n", "\n\n", ".", "/",
+         "'s", "é", "日本", "😀", "word "]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_tiktoken_index_with_gaps_counts_exactly(name, monkeypatch):
+    """Stretches without anchors are left out of the tiktoken index (here from 16
+    characters on): counts stay exact, and each estimate is the one of a full index or a
+    lower bound of it over `enough`."""
+    import chunkwise.tokenindex as ti
+
+    rng = random.Random(name)
+    sizer = get_sizer(name)
+    gapped = 0
+    for _ in range(120):
+        text = "".join(rng.choice(GAPPY) for _ in range(rng.randint(1, 80)))
+        full = span_counter(sizer, text)
+        monkeypatch.setattr(ti, "_GAP", rng.choice([4, 16]))
+        counter = span_counter(sizer, text)
+        monkeypatch.undo()
+        gapped += bool(counter._gaps)
+        bounds = sorted({0, len(text), *(rng.randrange(len(text)) for _ in range(5))})
+        enough = rng.choice([None, 3, 12])
+        for got, want in zip(counter.estimates(bounds, enough=enough), full.estimates(bounds)):
+            assert got == want or enough is not None and enough < got <= want
+        for _ in range(20):
+            a = rng.randrange(len(text) + 1)
+            b = rng.randrange(a, len(text) + 1)
+            assert counter.span(a, b) == sizer.count(text[a:b])
+            assert counter.embed("Guide", a, b) == sizer.count(f"Guide\n\n{text[a:b]}")
+    assert gapped > 60
+
+
+def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch):
+    """A run of letters is one tiktoken piece, merged with work arrays of some 45 bytes a
+    byte: the index leaves it out, the fitter splits it at characters counting only its
+    pieces, and the chunks are those of a full index."""
+    import tiktoken
+
+    import chunkwise.tokenindex as ti
+    from chunkwise.api import parse_bytes
+    from chunkwise.fitter import Fitter
+
+    doc = parse_bytes(b"Some words first.\n\n" + b"x" * 100_000 + b"\n\nAnd after.", source="r.txt")
+    encoded = []
+    for method in ("encode_ordinary", "encode_to_numpy"):
+        real = getattr(tiktoken.Encoding, method)
+
+        def counting(self, text, *args, _real=real, **kwargs):
+            encoded.append(len(text))
+            return _real(self, text, *args, **kwargs)
+
+        monkeypatch.setattr(tiktoken.Encoding, method, counting)
+    monkeypatch.setattr(ti, "_GAP", 4096)
+    fitter = Fitter(get_sizer("cl100k_base"), 64)
+    pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc)]
+    assert max(encoded) <= fitter.max_chars and len(pieces) > 100
+    monkeypatch.setattr(ti, "_GAP", 1 << 40)  # no gap: the whole run is encoded
+    full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
+    assert max(encoded) > 100_000
+    assert pieces == [(p.start, p.end, p.context, p.tokens) for p in full]

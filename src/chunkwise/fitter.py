@@ -32,6 +32,8 @@ from .tokenindex import SpanCounter, span_counter
 #: leaf split levels below this one are characters
 _CHARS = len(PROSE_LEVELS)
 _STRUCTURAL = frozenset({"document", "section"})
+#: a unit estimated up to this share of the budget over is counted before it is split
+_NEAR_MISS = 1.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,9 @@ class Fitter:
         self.budget = max_tokens
         self.max_chars = max_tokens * MAX_CHARS_PER_TOKEN
         self.context_limit = max(1, int(max_tokens * context_share))
+        #: a unit estimated over this is split whatever its estimate (see `_pack`), so the
+        #: index may give a lower bound instead (see `SpanCounter.estimates`)
+        self._enough = int(max_tokens * _NEAR_MISS) + sizer.overhead
 
     # -- public -------------------------------------------------------------------------
     def fit(self, doc: ParsedDocument, root: Node | None = None) -> list[Piece]:
@@ -155,7 +160,8 @@ class Fitter:
                 else node.own_start
             return self._plan_text(node.start, node.end, 0, chain, glue)
         if self._est is None:  # the children tile the node
-            ests = self.counter.estimates([*(c.start for c in kids), node.end])
+            ests = self.counter.estimates([*(c.start for c in kids), node.end],
+                                          enough=self._enough)
         else:
             ests = [self._est[id(c)] for c in kids]
         units = [_Unit(c.start, c.end, est, c, 0) for c, est in zip(kids, ests)]
@@ -178,7 +184,7 @@ class Fitter:
                                   [c for c in levels[lvl](self.text, a, b) if c > floor], b)
                 if cuts:
                     bounds = [a, *cuts, b]
-                    ests = self.counter.estimates(bounds)
+                    ests = self.counter.estimates(bounds, enough=self._enough)
                     units = [_Unit(s, e, c, None, lvl)
                              for s, e, c in zip(bounds, bounds[1:], ests)]
                     return self._pack(units, chain, floor)
@@ -206,7 +212,7 @@ class Fitter:
                                     budget) and (j == i or not stop[j] and units[j].end <= reach)):
                 total += units[j].est - over
                 j += 1
-            if j == i and units[i].est - over + ccost <= budget * 1.25:
+            if j == i and units[i].est - over + ccost <= budget * _NEAR_MISS:
                 j = i + 1  # estimates run high: count before splitting a near miss
             cand = None
             while j > i:
@@ -285,6 +291,9 @@ class Fitter:
         if j - i == 1 and first is not None:
             chain = (*chain, first)
         context, _ = self._context(chain, chain[-1], start)
+        if end - start > self.max_chars:  # (one unit) too long to fit whatever its count:
+            # not counted, so that a 50 MB paragraph is not encoded whole only to be split
+            return _Candidate(start, end, context, self.budget + 1, chain)
         return _Candidate(start, end, context, self._count(context, start, end), chain)
 
     def _fits(self, cand: _Candidate) -> bool:

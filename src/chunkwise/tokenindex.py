@@ -15,13 +15,22 @@ match is the character before an anchor, so the anchor is `match.end()`).
 Between two anchors, a span's tokens are exactly the document's tokens there, so a span costs
 two binary searches plus encoding its short ends (start to first anchor, last anchor to end).
 Counts are exact, never estimates; any tokenizer not proven here is counted directly.
+
+Memory: a tokenizer given a 50 MB text at once takes gigabytes. The WordPiece index encodes
+its text in blocks of about `_WORDPIECE_BLOCK` characters (`_blocks`), cut inside words where
+a stretch has no whitespace (`_WordCuts`); only a long stretch with neither whitespace, ASCII
+punctuation nor a long run of ASCII letters and digits is still encoded whole. The tiktoken
+index leaves out the long stretches without an anchor, which may be one huge piece
+(`_TiktokenCounter`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -32,6 +41,8 @@ from .sizing import (TIKTOKEN_ENCODINGS, Sizer, _tiktoken_encoding, get_sizer,
 
 if TYPE_CHECKING:
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 # tiktoken anchors, for the pre-token regexes in `_TIKTOKEN_PATTERNS` (checked at load time).
 # No alternative of those regexes matches a string holding, side by side:
@@ -66,8 +77,15 @@ _TIKTOKEN_PATTERNS = frozenset({
 _WORDPIECE_ANCHOR = re.compile(r"[^ \t\n](?=[ \t\n])|[ \t\n]")
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 _ASCII_SPACE = re.compile(r"[ \t\n]")
+_ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
+_ALNUM = re.compile(r"[0-9A-Za-z]*")
 #: characters encoded at once when indexing a text with a WordPiece tokenizer
 _WORDPIECE_BLOCK = 1 << 18
+#: a tiktoken index leaves out the stretches between consecutive anchors that hold this many
+#: characters in a row without an anchor (so every one twice as long, and some shorter)
+_GAP = 1 << 19
+#: tokens whose character counts are looked up at once when building a tiktoken index
+_LOOKUP = 1 << 20
 #: first window searched backwards for an anchor; it grows 8x until one is found
 _WINDOW = 16
 
@@ -97,9 +115,11 @@ class SpanCounter:
         self._memo.update(zip(pairs, counts))
         return counts
 
-    def estimates(self, bounds: Sequence[int]) -> list[int]:
+    def estimates(self, bounds: Sequence[int], *, enough: int | None = None) -> list[int]:
         """Counts, used only to choose what to try, of the tiles between consecutive
-        `bounds`; here the exact counts of the tiles without surrounding whitespace."""
+        `bounds`; here the exact counts of the tiles without surrounding whitespace. An
+        index may estimate a tile at any lower bound of its estimate that is over `enough`
+        (the caller treats all such tiles alike: too big)."""
         text = self.text
         return self.sizer.count_many([text[a:b].strip() for a, b in zip(bounds, bounds[1:])])
 
@@ -144,7 +164,7 @@ class _AnchoredCounter(SpanCounter):
     def spans(self, pairs: Sequence[tuple[int, int]]) -> list[int]:
         return [self.span(a, b) for a, b in pairs]
 
-    def estimates(self, bounds: Sequence[int]) -> list[int]:
+    def estimates(self, bounds: Sequence[int], *, enough: int | None = None) -> list[int]:
         """The document's tokens ending in each tile, in one vectorised search. The
         estimates of consecutive tiles add up to the estimate of the run, which is its
         count give or take the tokens cut at its ends and the whitespace after it."""
@@ -216,9 +236,64 @@ def _last_match(anchor: re.Pattern) -> re.Pattern:
 
 
 class _TiktokenCounter(_AnchoredCounter):
+    """The tiktoken index, less its *gaps*: stretches between consecutive anchors that hold
+    `_GAP` characters in a row without one. tiktoken merges the bytes of one piece (a 50 MB
+    run of letters is one) with work arrays of some 45 bytes a byte, so a gap is encoded
+    (alone: it lies between anchors) only when a count needs it: an exact count over it, or
+    an estimate its lower bound does not settle. A gap holds at least one token per
+    `longest` characters (the bytes of the longest token), so a tile holding much of one
+    has at least that many; when that is over `enough` the lower bound is given instead
+    (a whole gap holds over 4,000 tokens: over `enough` for budgets up to some 3,000)."""
+
+    def __init__(self, sizer: Sizer, text: str, ends: np.ndarray, anchor: re.Pattern,
+                 inner: Callable[[str], int], gaps: list[tuple[int, int]],
+                 fill: Callable[[str], np.ndarray], longest: int) -> None:
+        super().__init__(sizer, text, ends, anchor, inner)
+        self._ends, self._gaps, self._fill, self._longest = ends, gaps, fill, longest
+
     def _joins(self, a: int) -> bool:
         c = self.text[a:a + 1]
         return bool(c) and not c.isspace() and c != "/"
+
+    def _between(self, a: int, b: int) -> int:
+        if self._gaps:  # a gap overlapping (a, b] lies inside it: a and b are anchors
+            for g0, g1 in [g for g in self._gaps if a <= g[0] and g[1] <= b]:
+                self._encode_gap(g0, g1)
+        return super()._between(a, b)
+
+    def estimates(self, bounds: Sequence[int], *, enough: int | None = None) -> list[int]:
+        """Tokens ending in each tile, as the base class gives them; for a tile that holds
+        part of a gap, plus the least number of tokens that part can hold when that brings
+        the tile over `enough`, else the gap is encoded and its tokens counted."""
+        if not self._gaps or not bounds:
+            return super().estimates(bounds)
+        bounds = list(bounds)
+        known = super().estimates(bounds)
+        more = [0] * len(known)
+        for g0, g1 in list(self._gaps):
+            least = {}  # tile -> tokens at least in its part of (g0, g1]
+            for t in range(max(0, bisect_right(bounds, g0) - 1),
+                           min(len(known), bisect_left(bounds, g1))):
+                part = min(bounds[t + 1], g1) - max(bounds[t], g0)
+                if part > 0:
+                    least[t] = part // self._longest
+            if least and (enough is None or any(known[t] + more[t] + n <= enough
+                                                for t, n in least.items())):
+                self._encode_gap(g0, g1)
+                return self.estimates(bounds, enough=enough)
+            for t, n in least.items():
+                more[t] += n
+        return [k + m for k, m in zip(known, more)]
+
+    def _encode_gap(self, g0: int, g1: int) -> None:
+        import numpy as np
+
+        ends, more = self._ends, self._fill(self.text[g0:g1])
+        more += g0
+        k = int(ends.searchsorted(g0, "right"))
+        self._ends = np.concatenate([ends[:k], more, ends[k:]]) if len(ends) else more
+        self._ending_by = self._ends.searchsorted
+        self._gaps.remove((g0, g1))
 
 
 def span_counter(sizer: Sizer, text: str) -> SpanCounter:
@@ -261,25 +336,82 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
     def inner(s: str) -> int:
         return len(encode(s)) if s else 0
 
-    def build(sizer: Sizer, text: str) -> SpanCounter:
+    longest = max(map(len, enc.token_byte_values()))
+
+    def token_ends(text: str) -> np.ndarray:
         # With no special token allowed or disallowed this is `encode_ordinary`, as an
         # array (no Python list of ints to build).
         ids = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-        per_token = chars[ids]
-        if (per_token < 0).any():
-            with lock:
-                for t in np.unique(ids[per_token < 0]).tolist():
-                    chars[t] = len(enc.decode_single_token_bytes(t).translate(
-                        None, _CONTINUATION_BYTES))
-            per_token = chars[ids]
-        return _TiktokenCounter(sizer, text, np.cumsum(per_token), _TIKTOKEN_ANCHOR, inner)
+        # The lookups go a slice at a time: numpy copies the ids it indexes with (as
+        # 8-byte ints), which for all of them would take more than the ends themselves.
+        ends = np.empty(len(ids), dtype=np.int64)
+        for k in range(0, len(ids), _LOOKUP):
+            part = ids[k:k + _LOOKUP]
+            per_token = chars[part]
+            if (per_token < 0).any():
+                with lock:
+                    for t in np.unique(part[per_token < 0]).tolist():
+                        chars[t] = len(enc.decode_single_token_bytes(t).translate(
+                            None, _CONTINUATION_BYTES))
+                per_token = chars[part]
+            ends[k:k + _LOOKUP] = per_token
+        del ids
+        return np.cumsum(ends, out=ends)
+
+    def build(sizer: Sizer, text: str) -> SpanCounter:
+        gaps = _gaps(text, _TIKTOKEN_ANCHOR, _GAP)
+        if not gaps:
+            ends = token_ends(text)
+        else:  # the text between gaps, each part encoded alone (gaps lie between anchors)
+            parts, pos = [np.zeros(0, dtype=np.int64)], 0
+            for g0, g1 in [*gaps, (len(text), len(text))]:
+                if g0 > pos:
+                    parts.append(token_ends(text[pos:g0]))
+                    parts[-1] += pos
+                pos = g1
+            ends = np.concatenate(parts)
+        return _TiktokenCounter(sizer, text, ends, _TIKTOKEN_ANCHOR, inner, gaps,
+                                token_ends, longest)
 
     return build
 
 
+def _gaps(text: str, anchor: re.Pattern, window: int) -> list[tuple[int, int]]:
+    """The stretches `(p, q)` between consecutive anchors of `text` that hold `window`
+    characters in a row without an anchor, found by probing consecutive windows (so every
+    stretch at least twice as long is among them)."""
+    gaps: list[tuple[int, int]] = []
+    x, n = 0, len(text)
+    while x + window < n:
+        # anchors strictly inside (x, x + window): the match is the character before one
+        if anchor.search(text, x, x + window) is not None:
+            x += window
+            continue
+        p = _last_anchor_upto(text, anchor, x, gaps[-1][1] if gaps else 0)
+        m = anchor.search(text, x + window - 1)
+        x = m.end() if m is not None else n
+        gaps.append((p, x))
+    return gaps
+
+
+def _last_anchor_upto(text: str, anchor: re.Pattern, x: int, floor: int) -> int:
+    """The last anchor in `[floor, x]`, where `floor` is one: searched backwards from `x` in
+    windows that grow until one holds an anchor."""
+    last, window = _last_match(anchor), _WINDOW
+    while True:
+        start = max(floor, x - window)
+        m = last.match(text, max(start - 1, 0), x + 1)  # the match ends at the anchor
+        if m is not None:
+            return m.end()
+        if start == floor:
+            return floor
+        window *= 8
+
+
 @lru_cache(maxsize=4)
 def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
-    if not _is_bert_wordpiece(Path(path)):
+    spec = _bert_wordpiece_spec(Path(path))
+    if spec is None:
         return None
     import numpy as np
     from tokenizers import Tokenizer
@@ -287,17 +419,34 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
     tok = Tokenizer.from_file(path)
     tok.no_truncation()
     tok.no_padding()
+    cuts = _WordCuts.for_spec(spec)
+    unk = tok.token_to_id(spec["model"].get("unk_token", "[UNK]"))
 
     def inner(s: str) -> int:
         return len(tok.encode(s, add_special_tokens=False).ids) if s else 0
 
     def token_ends(text: str, block: int = _WORDPIECE_BLOCK) -> np.ndarray:
-        """End (`str` index) of every token of `text`, encoding it in blocks cut at ASCII
-        whitespace (an anchor: the same tokens as one pass) so that memory stays bounded:
-        the tokenizer's per-token objects for a 50 MB text take gigabytes."""
+        """End (`str` index) of every token of `text`, encoding it in blocks of about `block`
+        characters so that memory stays bounded (the tokenizer's per-token objects for a
+        50 MB text take gigabytes): cut at ASCII whitespace (an anchor: the same tokens as
+        one pass), or where there is none, at the cuts of `_WordCuts`."""
+        try:
+            return _ends(text, block, cuts)
+        except _NotOnePass:  # never seen: the tokenizer breaks a rule `_WordCuts` relies on
+            log.warning("%s: a cut inside a word did not give the tokens of one pass; "
+                        "indexing with cuts at whitespace only", path)
+            return _ends(text, block, None)
+
+    def _ends(text: str, block: int, cuts: _WordCuts | None) -> np.ndarray:
         parts = [np.zeros(0, dtype=np.int64)]
-        for a, b in _blocks(text, block):
-            offsets = tok.encode(text[a:b], add_special_tokens=False).offsets
+        for a, b, inside in _blocks(text, block, cuts):
+            encoding = tok.encode(text[a:b], add_special_tokens=False)
+            offsets = encoding.offsets
+            if inside:  # the block's last token is the long word's [UNK] cut short: the
+                # next block starts with the real one, which ends where the word ends
+                if not offsets or offsets[-1][1] != b - a or encoding.ids[-1] != unk:
+                    raise _NotOnePass
+                offsets = offsets[:-1]
             if offsets:
                 parts.append(np.array(offsets, dtype=np.int64)[:, 1] + a)
         return np.concatenate(parts)
@@ -309,35 +458,129 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
     return build
 
 
-def _blocks(text: str, size: int) -> Iterator[tuple[int, int]]:
-    """Consecutive spans of about `size` characters tiling `text`, each cut just before an
-    ASCII whitespace character (searched back to half the size, then forwards)."""
+class _NotOnePass(Exception):
+    """A block's tokens are not those `_WordCuts` promised."""
+
+
+class _WordCuts:
+    """Where a WordPiece text may be cut inside a stretch without ASCII whitespace (a 50 MB
+    run of letters, minified code, base64), so that blocks stay bounded there too:
+
+    - after ASCII punctuation: the BERT pre-tokenizer makes each punctuation character a
+      word of its own, so a word ends there, unless an added token such as `[SEP]` spans
+      the cut (or, for a `single_word` one, ends or starts there);
+    - inside a run of ASCII letters and digits, `margin` of them on each side: whatever
+      the cut, the word around it is longer than `max_input_chars_per_word`, so WordPiece
+      makes it one `[UNK]` that ends where the word ends. The block before the cut ends
+      with an `[UNK]` of its own, cut short (dropped: the cut is *inside* a word); the
+      block after it starts with the real one.
+
+    Both hold for the BERT normalizer too, which maps each of these characters to itself
+    (lowercased). Added tokens are matched on the raw text before that, so the rules are
+    kept only when none is matched on normalized text, and the second only when each one
+    holds a character that is not an ASCII letter or digit (none fits inside a run).
+    """
+
+    def __init__(self, added: list[str], max_word: int, runs: bool, touch: bool) -> None:
+        #: (content, characters before and after a cut where it may not occur)
+        self.added = [(t, len(t) - 1 + touch) for t in added if t]
+        self.margin = max_word + max((len(t) for t in added), default=0) + 1
+        self._run = re.compile(r"(?<![0-9A-Za-z])[0-9A-Za-z]{%d}" % (2 * self.margin)) \
+            if runs else None
+
+    @classmethod
+    def for_spec(cls, spec: dict) -> _WordCuts | None:
+        added = spec.get("added_tokens") or []
+        if any(t.get("normalized") for t in added):
+            return None
+        contents = [t.get("content", "") for t in added]
+        runs = all(not _ALNUM.fullmatch(c) for c in contents)
+        return cls(contents, int(spec["model"].get("max_input_chars_per_word", 100)), runs,
+                   any(t.get("single_word") for t in added))
+
+    def first(self, text: str, start: int, lo: int, hi: int) -> tuple[int, bool] | None:
+        """The first cut in `[lo, hi]` of a block that starts at `start` (< `lo`), and
+        whether it is inside a word (then at least `margin` after `start`, so that the
+        block's part of the word is a long word too)."""
+        after = self._after_punctuation(text, lo, hi)
+        if self._run is not None:
+            run = self._in_run(text, max(lo, start + self.margin),
+                               hi if after is None else after - 1)
+            if run is not None:
+                return run, True
+        return None if after is None else (after, False)
+
+    def _after_punctuation(self, text: str, lo: int, hi: int) -> int | None:
+        for m in _ASCII_PUNCT.finditer(text, lo - 1, hi):
+            p = m.end()
+            if not any(t in text[max(0, p - k):p + k] for t, k in self.added):
+                return p
+        return None
+
+    def _in_run(self, text: str, lo: int, hi: int) -> int | None:
+        """The first position in `[lo, hi]` with `margin` ASCII letters or digits on either
+        side."""
+        k = self.margin
+        if lo > hi:
+            return None
+        if k <= lo <= len(text) - k and _ALNUM.fullmatch(text, lo - k, lo + k):
+            return lo  # inside a run that starts before the runs searched for below
+        m = self._run.search(text, max(lo - k, 0), hi + k)  # type: ignore[union-attr]
+        return m.start() + k if m is not None else None
+
+
+def _blocks(text: str, size: int, cuts: _WordCuts | None = None
+            ) -> Iterator[tuple[int, int, bool]]:
+    """Consecutive spans `(a, b, inside)` of about `size` characters tiling `text`, each cut
+    just before an ASCII whitespace character (searched back to half the size, then
+    forwards), or where there is none, at the first of `cuts` (`inside`: inside a word)."""
     a, n = 0, len(text)
     while a < n:
         b = a + size
         if b >= n:
-            yield a, n
+            yield a, n, False
             return
-        cut = max(text.rfind(" ", a + size // 2, b), text.rfind("\n", a + size // 2, b),
-                  text.rfind("\t", a + size // 2, b))
+        lo = a + max(1, size // 2)
+        cut = max(text.rfind(" ", lo, b), text.rfind("\n", lo, b), text.rfind("\t", lo, b))
+        inside = False
         if cut <= a:
-            m = _ASCII_SPACE.search(text, b)
-            cut = m.start() if m else n
-        yield a, cut
+            cut, inside = _next_cut(text, a, lo, size, cuts)
+        yield a, cut, inside
         a = cut
 
 
-def _is_bert_wordpiece(path: Path) -> bool:
-    """BERT normalizer (or none), BERT pre-tokenizer, WordPiece, and added tokens that
-    neither hold nor strip whitespace: the setup the WordPiece anchors are proven for."""
+def _next_cut(text: str, start: int, lo: int, size: int, cuts: _WordCuts | None
+              ) -> tuple[int, bool]:
+    """The first cut at or after `lo` of the block that starts at `start`: before ASCII
+    whitespace or one of `cuts`, searched in windows of `size` (a search to the end of a
+    long text at every block would be quadratic)."""
+    n = len(text)
+    while lo < n:
+        hi = min(lo + size, n)
+        m = _ASCII_SPACE.search(text, lo, hi)
+        found = (m.start(), False) if m is not None else None
+        if cuts is not None:
+            other = cuts.first(text, start, lo, m.start() - 1 if m is not None else hi)
+            found = other or found
+        if found is not None:
+            return found
+        lo = hi
+    return n, False
+
+
+def _bert_wordpiece_spec(path: Path) -> dict | None:
+    """The parsed `tokenizer.json` if it is a BERT normalizer (or none), BERT pre-tokenizer,
+    WordPiece, and added tokens that neither hold nor strip whitespace: the setup the
+    WordPiece anchors are proven for; else None."""
     try:
         spec = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
-        return False
+        return None
     norm, pre, model = spec.get("normalizer"), spec.get("pre_tokenizer"), spec.get("model")
     added = spec.get("added_tokens") or []
-    return ((norm is None or norm.get("type") == "BertNormalizer")
-            and (pre or {}).get("type") == "BertPreTokenizer"
-            and (model or {}).get("type") == "WordPiece"
-            and all(not any(c.isspace() for c in t.get("content", " "))
-                    and not t.get("lstrip") and not t.get("rstrip") for t in added))
+    ok = ((norm is None or norm.get("type") == "BertNormalizer")
+          and (pre or {}).get("type") == "BertPreTokenizer"
+          and (model or {}).get("type") == "WordPiece"
+          and all(not any(c.isspace() for c in t.get("content", " "))
+                  and not t.get("lstrip") and not t.get("rstrip") for t in added))
+    return spec if ok else None
