@@ -22,3 +22,21 @@ def corpus_files(fmt_dir: str) -> list[Path]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture
+def tiktoken_encoded(monkeypatch) -> list[int]:
+    """The length of every text tiktoken encodes while the test runs (an index built before
+    keeps the methods it bound: clear `_tiktoken_builder`'s cache to count its builds)."""
+    import tiktoken
+
+    encoded: list[int] = []
+    for method in ("encode_ordinary", "encode_to_numpy"):
+        real = getattr(tiktoken.Encoding, method)
+
+        def counting(self, text, *args, _real=real, **kwargs):
+            encoded.append(len(text))
+            return _real(self, text, *args, **kwargs)
+
+        monkeypatch.setattr(tiktoken.Encoding, method, counting)
+    return encoded

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,17 +33,9 @@ def test_pieces_count_exactly_within_the_budget(fixture, name, budget):
     assert [p.start for p in pieces] == sorted(p.start for p in pieces)
 
 
-def test_fitting_encodes_the_document_about_once(monkeypatch):
+def test_fitting_encodes_the_document_about_once(monkeypatch, tiktoken_encoded):
     """The index encodes the whole text once; exact counts re-encode only a chunk's ends."""
-    encoded = []
-    for method in ("encode_ordinary", "encode_to_numpy"):
-        real = getattr(tiktoken.Encoding, method)
-
-        def counting(self, text, *args, _real=real, **kwargs):
-            encoded.append(len(text))
-            return _real(self, text, *args, **kwargs)
-
-        monkeypatch.setattr(tiktoken.Encoding, method, counting)
+    encoded = tiktoken_encoded
     _tiktoken_builder.cache_clear()  # rebuild with the counting methods
     try:
         doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")

@@ -254,31 +254,20 @@ def test_tiktoken_index_with_gaps_counts_exactly(name, monkeypatch):
     assert gapped > 60
 
 
-def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch):
+def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encoded):
     """A run of letters is one tiktoken piece, merged with work arrays of some 45 bytes a
     byte: the index leaves it out, the fitter splits it at characters counting only its
     pieces, and the chunks are those of a full index."""
-    import tiktoken
-
     import chunkwise.tokenindex as ti
     from chunkwise.api import parse_bytes
     from chunkwise.fitter import Fitter
 
     doc = parse_bytes(b"Some words first.\n\n" + b"x" * 100_000 + b"\n\nAnd after.", source="r.txt")
-    encoded = []
-    for method in ("encode_ordinary", "encode_to_numpy"):
-        real = getattr(tiktoken.Encoding, method)
-
-        def counting(self, text, *args, _real=real, **kwargs):
-            encoded.append(len(text))
-            return _real(self, text, *args, **kwargs)
-
-        monkeypatch.setattr(tiktoken.Encoding, method, counting)
     monkeypatch.setattr(ti, "_GAP", 4096)
     fitter = Fitter(get_sizer("cl100k_base"), 64)
     pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc)]
-    assert max(encoded) <= fitter.max_chars and len(pieces) > 100
+    assert max(tiktoken_encoded) <= fitter.max_chars and len(pieces) > 100
     monkeypatch.setattr(ti, "_GAP", 1 << 40)  # no gap: the whole run is encoded
     full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
-    assert max(encoded) > 100_000
+    assert max(tiktoken_encoded) > 100_000
     assert pieces == [(p.start, p.end, p.context, p.tokens) for p in full]
