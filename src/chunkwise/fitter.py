@@ -32,8 +32,9 @@ from .tokenindex import SpanCounter, span_counter
 #: leaf split levels below this one are characters
 _CHARS = len(PROSE_LEVELS)
 _STRUCTURAL = frozenset({"document", "section"})
-#: a unit estimated up to this share of the budget over is counted before it is split
-_NEAR_MISS = 1.25
+#: a unit estimated up to this share of the budget over is counted before it is split (the
+#: Fitter and the baselines' SpanPacker: estimates run high)
+NEAR_MISS = 1.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class Fitter:
         self.context_limit = max(1, int(max_tokens * context_share))
         #: a unit estimated over this is split whatever its estimate (see `_pack`), so the
         #: index may give a lower bound instead (see `SpanCounter.estimates`)
-        self._enough = int(max_tokens * _NEAR_MISS) + sizer.overhead
+        self._enough = int(max_tokens * NEAR_MISS) + sizer.overhead
 
     # -- public -------------------------------------------------------------------------
     def fit(self, doc: ParsedDocument, root: Node | None = None) -> list[Piece]:
@@ -212,7 +213,7 @@ class Fitter:
                                     budget) and (j == i or not stop[j] and units[j].end <= reach)):
                 total += units[j].est - over
                 j += 1
-            if j == i and units[i].est - over + ccost <= budget * _NEAR_MISS:
+            if j == i and units[i].est - over + ccost <= budget * NEAR_MISS:
                 j = i + 1  # estimates run high: count before splitting a near miss
             cand = None
             while j > i:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Sequence
 
-from ..fitter import Fitter, Piece, lead_context, trim
+from ..fitter import NEAR_MISS, Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
 from ..sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
 from ..splitting import Splitter, longest_fit
@@ -122,7 +122,7 @@ class SpanPacker:
             while j < n and total + ests[j] - over <= budget and spans[j][1] <= reach:
                 total += ests[j] - over
                 j += 1
-            if j == i and ests[i] - over + ccost <= budget * 1.25:
+            if j == i and ests[i] - over + ccost <= budget * NEAR_MISS:
                 j = i + 1  # estimates run high: count before splitting a near miss
             tokens = 0
             while j > i:
