@@ -24,7 +24,8 @@ from conftest import FIXTURES
 TOKENIZERS = ["cl100k_base", "o200k_base", "minilm"]
 PIECES = ["a", "Zq", "9", "12345", " ", "  ", "\t", "\n", "\n\n", " \n", "\n ", ".", ",", "/",
           "'s", "'", "-", "|", "`", "#", "*", "é", "日本", "ς", "😀", "\u00a0", "\u2003",
-          "\u2028", "\x0b", "\x0c", "\x1c", "<|endoftext|>", "[SEP]", "[UNK]", "word"]
+          "\u2028", "\x0b", "\x0c", "\x1c", "<|endoftext|>", "[SEP]", "[UNK]", "word",
+          "文", "。", "\u0301", "가", "ﬁ", "\U0002B820", "\U0002B920"]
 CONTEXTS = ["", "Guide > Install", "| a | b |\n|---|---|", "ends with slash /", "trailing ",
             "日本語"]
 FILES = ["fastapi__features.md", "alice-in-wonderland.txt",
@@ -186,7 +187,8 @@ def _one_pass_ends(text: str) -> list[int]:
 #: letters longer than WordPiece's 100 characters, punctuation, added tokens' text (and their
 #: parts), characters the normalizer drops, changes or isolates
 UNSPACED = ["x" * 300, "Zq9" * 90, "a" * 50, "ab" * 80, "=", "+/", "[SEP]", "[UNK]", "[", "]",
-            "SEP", "é", "\x01", "\u0301", "İ", "日本", "😀"]
+            "SEP", "é", "\x01", "\u0301", "İ", "日本", "😀", "жё" * 70, "Ωμέγα" * 30,
+            "가나" * 60, "ก" * 120, "ไทย", "﹏", "。", "\U0002B820", "\U0002B920", "_" * 3]
 
 
 @pytest.mark.parametrize("block", [2, 8, 64, 1000])
@@ -209,6 +211,9 @@ def test_wordpiece_index_cut_inside_words_is_one_pass(block):
     "".join(random.Random(1).choice("abcXYZ0129+/") for _ in range(100_000)),  # base64
     ("ab" * 60 + "[SEP]") * 800,                      # cuts next to added tokens' text
     "Zq9" * 30_000 + "[UNK]" + "é" * 5 + "y" * 20_000,
+    "".join(random.Random(2).choice("абвгдеёжзий") for _ in range(100_000)),  # Cyrillic
+    "日本語の文章" * 20_000,                           # ideographs: each a word of its own
+    "가나다라" * 25_000 + "Ǆİß" * 5_000,               # letters the normalizer changes
 ])
 def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text, hf_encoded):
     """A long text without ASCII whitespace is encoded in blocks of about the size asked
@@ -218,6 +223,23 @@ def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text,
     ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
     assert max(hf_encoded) <= 1500
     assert ends.tolist() == _one_pass_ends(text)
+
+
+def test_wordpiece_cuts_keep_only_the_rules_the_tokenizer_keeps():
+    """The rules of `_WordCuts` are probed on the tokenizer in use: a normalizer that does
+    not isolate ideographs (as another `tokenizers` version might not) drops the cut after
+    one, and the index is still one pass."""
+    from tokenizers import Tokenizer, normalizers
+
+    from chunkwise.tokenindex import _ASCII_PUNCT, _PUNCT_OR_CJK, _WordCuts
+
+    tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
+    cuts = _WordCuts([], 100, True, False, cjk=True)
+    assert cuts.checked(tok)._after is _PUNCT_OR_CJK
+    tok.normalizer = normalizers.BertNormalizer(handle_chinese_chars=False)
+    assert cuts.checked(tok)._after is _ASCII_PUNCT
+    text = "日本語の文章" * 500
+    assert cuts.first(text, 0, 10, 100) is None  # no punctuation, no long run of letters
 
 
 #: pieces that make long tiktoken pieces (runs of letters, of punctuation, of spaces) or none

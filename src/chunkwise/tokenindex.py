@@ -19,7 +19,8 @@ Counts are exact, never estimates; any tokenizer not proven here is counted dire
 Memory: a tokenizer given a 50 MB text at once takes gigabytes. The WordPiece index encodes
 its text in blocks of about `_WORDPIECE_BLOCK` characters (`_blocks`), cut inside words where
 a stretch has no whitespace (`_WordCuts`); only a long stretch with neither whitespace, ASCII
-punctuation nor a long run of ASCII letters and digits is still encoded whole. The tiktoken
+punctuation, an ideograph nor a long run of letters and digits (unspaced Thai, whose vowel
+marks break runs) is still encoded whole. The tiktoken
 index leaves out the long stretches without an anchor, which may be one huge piece
 (`_TiktokenCounter`).
 """
@@ -78,7 +79,24 @@ _WORDPIECE_ANCHOR = re.compile(r"[^ \t\n](?=[ \t\n])|[ \t\n]")
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 _ASCII_SPACE = re.compile(r"[ \t\n]")
 _ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]")
-_ALNUM = re.compile(r"[0-9A-Za-z]*")
+#: the ideographs the BERT normalizer isolates (`handle_chinese_chars`; checked against the
+#: tokenizer in use, see `_WordCuts.checked`)
+_CJK = [(0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2A6DF),
+        (0x2A700, 0x2B81F), (0x2B920, 0x2CEAF), (0x2F800, 0x2FA1F)]
+_CJK_CLASS = "".join(f"{chr(a)}-{chr(b)}" for a, b in _CJK)
+_PUNCT_OR_CJK = re.compile(r"[!-/:-@\[-`{-~%s]" % _CJK_CLASS)
+#: a word character for WordPiece: a letter or digit in any script (`str.isalnum`), but not
+#: `_` (ASCII punctuation) nor an ideograph (isolated, or in the gap of `_CJK` that a
+#: tokenizer version may isolate too)
+_WORD_CHAR = r"[^\W_%s\U0002B820-\U0002B91F]" % _CJK_CLASS
+_WORD_RUN = re.compile(_WORD_CHAR + "*")
+#: with a normalizer that isolates ideographs, each side of one is an anchor too (so that
+#: spans of unspaced Chinese or Japanese count from the index, not by encoding them)
+_WORDPIECE_CJK_ANCHOR = re.compile(r"[ \t\n%s]|[\s\S](?=[ \t\n%s])" % (_CJK_CLASS, _CJK_CLASS))
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+#: letters and digits whose normalizing may change them (accents, case, ligatures, Hangul
+#: syllables into jamo), checked to stay inside a word (`_WordCuts.checked`)
+_LETTER_PROBES = "xZ9éİßǅﬁжΩ가٣ก"
 #: characters encoded at once when indexing a text with a WordPiece tokenizer
 _WORDPIECE_BLOCK = 1 << 18
 #: a tiktoken index leaves out the stretches between consecutive anchors that hold this many
@@ -420,6 +438,8 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
     tok.no_truncation()
     tok.no_padding()
     cuts = _WordCuts.for_spec(spec)
+    if cuts is not None:
+        cuts = cuts.checked(tok)
     unk = tok.token_to_id(spec["model"].get("unk_token", "[UNK]"))
 
     def inner(s: str) -> int:
@@ -451,8 +471,15 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
                 parts.append(np.array(offsets, dtype=np.int64)[:, 1] + a)
         return np.concatenate(parts)
 
+    # Beside an isolated ideograph a word ends, unless an added token holds the ideograph or
+    # is matched only as a whole word (`single_word`: the ideograph is a word character).
+    added = spec.get("added_tokens") or []
+    anchor = _WORDPIECE_CJK_ANCHOR if cuts is not None and cuts.isolates_cjk and not any(
+        t.get("single_word") or _CJK_CHAR.search(t.get("content", "")) for t in added) \
+        else _WORDPIECE_ANCHOR
+
     def build(sizer: Sizer, text: str) -> SpanCounter:
-        return _AnchoredCounter(sizer, text, token_ends(text), _WORDPIECE_ANCHOR, inner)
+        return _AnchoredCounter(sizer, text, token_ends(text), anchor, inner)
 
     build.token_ends = token_ends  # type: ignore[attr-defined]  (tests compare it to one pass)
     return build
@@ -464,29 +491,42 @@ class _NotOnePass(Exception):
 
 class _WordCuts:
     """Where a WordPiece text may be cut inside a stretch without ASCII whitespace (a 50 MB
-    run of letters, minified code, base64), so that blocks stay bounded there too:
+    run of letters, minified code, base64, a line of unspaced CJK), so that blocks stay
+    bounded there too:
 
-    - after ASCII punctuation: the BERT pre-tokenizer makes each punctuation character a
-      word of its own, so a word ends there, unless an added token such as `[SEP]` spans
-      the cut (or, for a `single_word` one, ends or starts there);
-    - inside a run of ASCII letters and digits, `margin` of them on each side: whatever
-      the cut, the word around it is longer than `max_input_chars_per_word`, so WordPiece
-      makes it one `[UNK]` that ends where the word ends. The block before the cut ends
-      with an `[UNK]` of its own, cut short (dropped: the cut is *inside* a word); the
-      block after it starts with the real one.
+    - after ASCII punctuation, or an ideograph when the normalizer isolates them
+      (`handle_chinese_chars`): the BERT pre-tokenizer makes each such character a word of
+      its own, so a word ends there, unless an added token such as `[SEP]` spans the cut
+      (or, for a `single_word` one, ends or starts there);
+    - inside a run of letters and digits of any script (`_WORD_CHAR`), `margin` of them on
+      each side: whatever the cut, the word around it is longer than
+      `max_input_chars_per_word`, so WordPiece makes it one `[UNK]` that ends where the word
+      ends. The block before the cut ends with an `[UNK]` of its own, cut short (dropped:
+      the cut is *inside* a word); the block after it starts with the real one.
 
-    Both hold for the BERT normalizer too, which maps each of these characters to itself
-    (lowercased). Added tokens are matched on the raw text before that, so the rules are
-    kept only when none is matched on normalized text, and the second only when each one
-    holds a character that is not an ASCII letter or digit (none fits inside a run).
+    Both hold for the BERT normalizer too: it maps punctuation to itself, and a letter or
+    digit to one or more letters or digits (accents stripped, lowercased), never to
+    whitespace, punctuation or nothing, so a run's word only grows. Added tokens are matched
+    on the raw text before that, so the rules are kept only when none is matched on
+    normalized text, and the second only when each one holds a character that is not a
+    letter or digit (none fits inside a run). Each cut inside a word is checked as it is
+    used (`token_ends`).
     """
 
-    def __init__(self, added: list[str], max_word: int, runs: bool, touch: bool) -> None:
+    def __init__(self, added: list[str], max_word: int, runs: bool, touch: bool,
+                 cjk: bool = False) -> None:
         #: (content, characters before and after a cut where it may not occur)
         self.added = [(t, len(t) - 1 + touch) for t in added if t]
         self.margin = max_word + max((len(t) for t in added), default=0) + 1
-        self._run = re.compile(r"(?<![0-9A-Za-z])[0-9A-Za-z]{%d}" % (2 * self.margin)) \
-            if runs else None
+        self._after = _PUNCT_OR_CJK if cjk else _ASCII_PUNCT
+        self._run: re.Pattern | None = None
+        if runs:
+            self._runs_of(_WORD_CHAR)
+
+    def _runs_of(self, char: str) -> None:
+        """Cut inside runs of `char` (a character class)."""
+        self._run = re.compile(r"(?<!%s)%s{%d}" % (char, char, 2 * self.margin))
+        self._in_word = re.compile(char + "*")
 
     @classmethod
     def for_spec(cls, spec: dict) -> _WordCuts | None:
@@ -494,9 +534,34 @@ class _WordCuts:
         if any(t.get("normalized") for t in added):
             return None
         contents = [t.get("content", "") for t in added]
-        runs = all(not _ALNUM.fullmatch(c) for c in contents)
+        runs = all(not _WORD_RUN.fullmatch(c) for c in contents)
+        norm = spec.get("normalizer") or {}
         return cls(contents, int(spec["model"].get("max_input_chars_per_word", 100)), runs,
-                   any(t.get("single_word") for t in added))
+                   any(t.get("single_word") for t in added),
+                   norm.get("type") == "BertNormalizer" and norm.get("handle_chinese_chars", True))
+
+    def checked(self, tok) -> _WordCuts:
+        """These cuts, without the rules that the tokenizer in use breaks on probes: the
+        first and last ideograph of each range in `_CJK` (isolated by the Rust code of the
+        `tokenizers` version installed, not by `tokenizer.json`), and letters of several
+        scripts (each stays in the word around it)."""
+        def words(s: str) -> list[str]:
+            if tok.normalizer is not None:
+                s = tok.normalizer.normalize_str(s)
+            return [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(s)]
+
+        if self._after is _PUNCT_OR_CJK and not all(
+                len(words(f"a{chr(c)}b")) == 3 for r in _CJK for c in r):
+            self._after = _ASCII_PUNCT
+        if self._run is not None and not all(
+                len(words(f"a{c}b")) == 1 for c in _LETTER_PROBES):
+            self._runs_of("[0-9A-Za-z]")
+        return self
+
+    @property
+    def isolates_cjk(self) -> bool:
+        """Whether the tokenizer makes each ideograph of `_CJK` a word of its own."""
+        return self._after is _PUNCT_OR_CJK
 
     def first(self, text: str, start: int, lo: int, hi: int) -> tuple[int, bool] | None:
         """The first cut in `[lo, hi]` of a block that starts at `start` (< `lo`), and
@@ -511,19 +576,19 @@ class _WordCuts:
         return None if after is None else (after, False)
 
     def _after_punctuation(self, text: str, lo: int, hi: int) -> int | None:
-        for m in _ASCII_PUNCT.finditer(text, lo - 1, hi):
+        for m in self._after.finditer(text, lo - 1, hi):
             p = m.end()
             if not any(t in text[max(0, p - k):p + k] for t, k in self.added):
                 return p
         return None
 
     def _in_run(self, text: str, lo: int, hi: int) -> int | None:
-        """The first position in `[lo, hi]` with `margin` ASCII letters or digits on either
+        """The first position in `[lo, hi]` with `margin` letters or digits on either
         side."""
         k = self.margin
         if lo > hi:
             return None
-        if k <= lo <= len(text) - k and _ALNUM.fullmatch(text, lo - k, lo + k):
+        if k <= lo <= len(text) - k and self._in_word.fullmatch(text, lo - k, lo + k):
             return lo  # inside a run that starts before the runs searched for below
         m = self._run.search(text, max(lo - k, 0), hi + k)  # type: ignore[union-attr]
         return m.start() + k if m is not None else None
