@@ -123,6 +123,27 @@ class Chunk:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Format metadata (symbol, line_start, row_start, …): flat scalars only."""
 
+    def __init__(self, id: str, source: str, format: str, text: str, start: int, end: int,
+                 context: str, section_path: tuple[str, ...], page_start: int | None,
+                 page_end: int | None, kinds: tuple[str, ...], tokens: int,
+                 meta: dict[str, Any] | None = None) -> None:
+        # Through the slots' own setters, as `Section.__init__`: 1.1 µs a chunk instead of
+        # the generated frozen __init__'s 1.7 µs (about 1% of chunking Markdown at 512
+        # tokens). `meta` defaults to a new dict, as the field's default factory does.
+        _SET_ID(self, id)
+        _SET_SOURCE(self, source)
+        _SET_FORMAT(self, format)
+        _SET_TEXT(self, text)
+        _SET_CHUNK_START(self, start)
+        _SET_CHUNK_END(self, end)
+        _SET_CHUNK_CONTEXT(self, context)
+        _SET_SECTION_PATH(self, section_path)
+        _SET_PAGE_START(self, page_start)
+        _SET_PAGE_END(self, page_end)
+        _SET_KINDS(self, kinds)
+        _SET_TOKENS(self, tokens)
+        _SET_CHUNK_META(self, {} if meta is None else meta)
+
     @property
     def embed_text(self) -> str:
         """The string that is embedded and counted against the budget."""
@@ -145,3 +166,10 @@ class Chunk:
             "tokens": self.tokens,
             "meta": dict(self.meta),
         }
+
+
+(_SET_ID, _SET_SOURCE, _SET_FORMAT, _SET_TEXT, _SET_CHUNK_START, _SET_CHUNK_END,
+ _SET_CHUNK_CONTEXT, _SET_SECTION_PATH, _SET_PAGE_START, _SET_PAGE_END, _SET_KINDS, _SET_TOKENS,
+ _SET_CHUNK_META) = (Chunk.__dict__[name].__set__ for name in (
+    "id", "source", "format", "text", "start", "end", "context", "section_path", "page_start",
+    "page_end", "kinds", "tokens", "meta"))
