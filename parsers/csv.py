@@ -285,7 +285,7 @@ def _has_header(sample: list[list[str]], text: str, records: list[tuple[int, int
     if not sample:
         return False
     first = sample[0]
-    if len(sample) > 1:
+    if len(sample) > 1 and _readable(text, records[:len(sample)], dialect):
         head = "\n".join(text[s:e] for s, e in records[:len(sample)])
         try:
             if _FixedSniffer(dialect).has_header(head):
@@ -295,6 +295,33 @@ def _has_header(sample: list[list[str]], text: str, records: list[tuple[int, int
     filled = [c.strip() for c in first if c.strip()]
     return (len(filled) * 2 >= len(first) and len(first) > 0
             and not any(_DATA_LIKE.fullmatch(c) for c in filled))
+
+
+def _readable(text: str, records: list[tuple[int, int]], dialect: _Dialect) -> bool:
+    """Whether `csv.Sniffer.has_header` reads these records joined by newlines without a
+    `csv.Error` (such as a field over `csv.field_size_limit()`): the rows it reads (at most
+    23) are read here a line at a time, because has_header copies its sample whole, to a
+    StringIO at four bytes a character (one 50 MB cell took 0.25 GB more, only to fail)."""
+    try:
+        for _ in islice(csv.reader(_joined_lines(text, records), dialect), 23):
+            pass
+    except csv.Error:
+        return False
+    return True
+
+
+def _joined_lines(text: str, records: list[tuple[int, int]]) -> Iterator[str]:
+    """The lines of `"\\n".join(text[s:e] for s, e in records)`, each with its newline, as
+    a StringIO of it gives them."""
+    last = len(records) - 1
+    for k, (s, e) in enumerate(records):
+        while (nl := text.find("\n", s, e)) != -1:  # a newline inside a quoted field
+            yield text[s:nl + 1]
+            s = nl + 1
+        if k < last:  # with the newline that joins it to the next: the text's own, if any
+            yield text[s:e + 1] if text[e:e + 1] == "\n" else text[s:e] + "\n"
+        elif s < e:
+            yield text[s:e]
 
 
 class _FixedSniffer(csv.Sniffer):

@@ -179,3 +179,92 @@ def test_a_paragraph_too_long_for_the_character_cap_is_never_counted_whole(name)
     for p in pieces:
         embed = f"{p.context}\n\n" * bool(p.context) + doc.text[p.start:p.end]
         assert p.tokens == get_sizer(name).count(embed) <= 64
+
+
+# -- long leaves: packed a window at a time ------------------------------------------------
+
+_ALPHABETS = ["abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJ0123456789", "абвгдежзий", "日本語中文字",
+              "éèàüöß😀", "e\u0301", ".,;:!?-#*()[]\"'/_~`@$%^&"]
+_SEPARATORS = [" ", " ", "  ", "\t", " \n", "\n", "\n\n", ". ", "! ", " * * * ", " # ", " — "]
+
+
+def _words(rng, size: int) -> str:
+    """About `size` characters of words of varied lengths (a few longer than any budget
+    below), letters from a few alphabets, and separators that may make marks and
+    sentences, or (with one separator) a single line of words."""
+    alphabets = rng.sample(_ALPHABETS, rng.randint(1, 4))
+    separators = _SEPARATORS[:rng.choice([1, 3, 6, len(_SEPARATORS)])]
+    out: list[str] = []
+    while size > 0:
+        length = rng.choice([1, 2, 3, 5, 8, 12]) if rng.random() < 0.97 else rng.randint(30, 900)
+        out += ["".join(rng.choice(rng.choice(alphabets)) for _ in range(length)),
+                rng.choice(separators)]
+        size -= length + 1
+    return "".join(out)
+
+
+def _plan(doc, name, budget):
+    return [(p.start, p.end, p.context, p.tokens, p.kinds, p.meta)
+            for p in Fitter(get_sizer(name), budget).fit(doc)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from(["minilm", "cl100k_base", "o200k_base", "chars"]),
+       st.sampled_from([16, 40, 100]), st.sampled_from(["t.txt", "t.md"]),
+       st.sampled_from([1, 3, 1 << 14]), st.sampled_from([64, 1 << 19]))
+def test_a_long_leaf_packed_a_window_at_a_time_gives_the_chunks_of_all_at_once(
+        seed, name, budget, source, batch, gap):
+    """Every leaf split through the windows, the smallest a budget allows (`_WINDOW` 1),
+    cuts joined and estimated a few at a time, tiktoken indexes with gaps: the same chunks
+    as the units packed all at once."""
+    import random
+
+    import chunkwise.fitter as fitter
+    import chunkwise.tokenindex as tokenindex
+
+    rng = random.Random(seed)
+    doc = parse_bytes(_words(rng, rng.choice([500, 5000, 20000])).encode(), source=source)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tokenindex, "_GAP", gap)
+        mp.setattr(fitter, "_WINDOW", 1 << 60)
+        whole = _plan(doc, name, budget)
+        mp.setattr(fitter, "_WINDOW", 1)
+        mp.setattr(fitter, "_BATCH", batch)
+        assert _plan(doc, name, budget) == whole
+
+
+class _UnitsFitter(Fitter):
+    """Records how many units each packing is given."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.packed: list[int] = []
+
+    def _stops(self, units):
+        self.packed.append(len(units))
+        return super()._stops(units)
+
+
+def test_a_long_line_of_words_is_never_all_units_at_once():
+    """A line of 100,000 words (no sentence end, no line break: the words are the units) is
+    made into units a window at a time (a 50 MB line took 2 GB as 8 million units)."""
+    import random
+
+    rng = random.Random(5)
+    vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]
+    text = " ".join(rng.choices(vocabulary, k=100_000))
+    doc = parse_bytes(text.encode(), source="line.txt")
+    fitter = _UnitsFitter(get_sizer("cl100k_base"), 512)
+    pieces = fitter.fit(doc)
+    assert max(fitter.packed) < 50_000
+    assert pieces[0].start == 0 and pieces[-1].end == len(text.rstrip())
+    assert all(p.end < q.start for p, q in zip(pieces, pieces[1:]))
+
+
+def test_iter_cuts_gives_the_cuts_of_the_splitter():
+    from chunkwise.splitting import LINED_LEVELS, iter_cuts
+
+    text = "One. Two words\n\nthree  four\nfive! six\t\tseven\n \n"
+    for split in LINED_LEVELS:
+        for a, b in [(0, len(text)), (3, 30), (5, 6)]:
+            assert list(iter_cuts(split, text, a, b)) == split(text, a, b)

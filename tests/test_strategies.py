@@ -30,6 +30,7 @@ from chunkwise.strategies.sentences import sentence_spans
 from conftest import FIXTURES
 from contract import check_contract
 from test_contract_properties import PARA, markdown_docs
+from test_fitter import _words
 
 FIXTURE_FILES = sorted(p for p in FIXTURES.iterdir() if p.name != "SOURCES.md")
 
@@ -574,3 +575,52 @@ def test_hard_breaks_match_the_plain_pattern(text, data):
     end = data.draw(st.integers(start, len(text) + 2))
     plain = {m.end() for m in plain_hard.finditer(text, start, end)}
     assert sentences.hard_breaks(text, start, end) == plain
+
+
+# -- long spans: packed a window at a time --------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from(["minilm", "cl100k_base", "chars"]),
+       st.sampled_from([16, 100]), st.sampled_from(["sentence", "recursive"]))
+def test_baselines_pack_a_long_span_a_window_at_a_time_as_all_at_once(seed, name, budget,
+                                                                      strategy):
+    """Every span split through the windows, the smallest a budget allows (`_WINDOW` 1):
+    the same chunks as its units packed all at once."""
+    import random
+
+    from chunkwise.strategies import base
+
+    rng = random.Random(seed)
+    text = _words(rng, rng.choice([500, 5000, 20000]))
+    chunks = []
+    with pytest.MonkeyPatch.context() as mp:
+        for window in (1 << 60, 1):
+            mp.setattr(base, "_WINDOW", window)
+            chunker = Chunker(tokenizer=name, max_tokens=budget, strategy=strategy)
+            chunks.append(chunker.chunk_text(text))
+    assert chunks[0] == chunks[1]
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "recursive"])
+def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
+    """A line of 100,000 words (no sentence end, no line break: the words are the units)
+    is counted a window at a time (a 50 MB line took some 14 GB counted in one batch)."""
+    import random
+
+    from chunkwise.sizing import Sizer, get_sizer
+    from chunkwise.strategies import simple
+
+    rng = random.Random(5)
+    vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]
+    text = " ".join(rng.choices(vocabulary, k=100_000))
+    real, batches = get_sizer("cl100k_base"), []
+
+    def count_many(texts):
+        batches.append(len(texts))
+        return real.count_many(texts)
+
+    spy = Sizer("spy", real.count, count_many, real.overhead)
+    doc = parse_bytes(text.encode(), source="line.txt")
+    plan = getattr(simple, f"plan_{strategy}")(doc, spy, 512)
+    assert max(batches) < 50_000
+    assert plan[0].start == 0 and plan[-1].end == len(text)
+    assert all(p.end < q.start for p, q in zip(plan, plan[1:]))

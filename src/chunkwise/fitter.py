@@ -18,14 +18,16 @@ Work is driven by an explicit stack (no recursion), so deeply nested documents a
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import Any, Callable, NamedTuple
 
 from .model import ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
-from .splitting import LINED_LEVELS, PROSE_LEVELS, is_prose, join_marks, longest_fit, trim
+from .splitting import (LINED_LEVELS, PROSE_LEVELS, Splitter, is_prose, iter_cuts, join_marks,
+                        longest_fit, trim)
 from .structure import Node, build_tree
 from .tokenindex import SpanCounter, span_counter
 
@@ -35,6 +37,11 @@ _STRUCTURAL = frozenset({"document", "section"})
 #: a unit estimated up to this share of the budget over is counted before it is split (the
 #: Fitter and the baselines' SpanPacker: estimates run high)
 NEAR_MISS = 1.25
+#: a leaf longer than this (in characters) is split a window of at least as many characters
+#: at a time (`_plan_long`)
+_WINDOW = 1 << 18
+#: cuts of a long leaf joined at once (`_long_bounds`), and estimated at once (`_LongRest`)
+_BATCH = 1 << 14
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +74,54 @@ class _Candidate(NamedTuple):
     context: str
     tokens: int
     chain: tuple[Node, ...]
+
+
+class _LongRest:
+    """`Fitter._rest` over all the units of a long leaf (`Fitter._plan_long`), asked a window
+    of units at a time. `rest(i)` sums the sizes of units i up to the next big one (too big
+    to share a chunk): a first pass over the leaf keeps, for each big unit, the sum of the
+    sizes of the units before it that are not big; the other sums come from the window.
+    (A unit's size is its estimate less the overhead. Only a unit over `enough`, hence big,
+    may be estimated differently when asked with other units: see `SpanCounter.estimates`.)
+    """
+
+    def __init__(self, fitter: Fitter, bounds: array) -> None:
+        self.over, self.budget = fitter.sizer.overhead, fitter.budget
+        n = len(bounds) - 1
+        self.bigs: list[int] = []
+        self.sums_at: list[int] = []
+        total = 0
+        for k in range(0, n, _BATCH):
+            ests = fitter.counter.estimates(bounds[k:k + _BATCH + 1].tolist(),
+                                            enough=fitter._enough)
+            sums, bigs = self._sum_sizes(ests, total)
+            self.bigs += [k + x for x in bigs]
+            self.sums_at += [sums[x] for x in bigs]
+            total = sums[-1]
+        self.bigs.append(n)
+        self.sums_at.append(total)
+        #: the first unit of the last window, and its sums
+        self._k, self._sums = 0, [0]
+
+    def window(self, k: int, units: list[_Unit]) -> Callable[[int], int]:
+        """`rest` of the window `units`, which start at unit k of the leaf (0, or where the
+        previous window's packing stopped)."""
+        sums, _ = self._sum_sizes([u.est for u in units], self._sums[k - self._k])
+        self._k, self._sums = k, sums
+        bigs, sums_at = self.bigs, self.sums_at
+
+        def rest(i: int) -> int:
+            return sums_at[bisect_left(bigs, k + i)] - sums[i]
+
+        return rest
+
+    def _sum_sizes(self, ests: list[int], base: int) -> tuple[list[int], list[int]]:
+        """For units estimated `ests`: the sizes of those not big summed from `base`
+        (`sums[i]`: before unit i), and which are big."""
+        over, budget = self.over, self.budget
+        sizes = [est - over for est in ests]
+        sums = list(accumulate((0 if size > budget else size for size in sizes), initial=base))
+        return sums, [x for x, size in enumerate(sizes) if size > budget]
 
 
 class _Unit:
@@ -181,6 +236,11 @@ class Fitter:
             else LINED_LEVELS
         for floor in (glue, -1) if glue > a else (glue,):
             for lvl in range(level, _CHARS):
+                if b - a > _WINDOW:
+                    plan = self._plan_long(a, b, lvl, levels[lvl], chain, floor)
+                    if plan is not None:
+                        return plan
+                    continue
                 cuts = join_marks(self.text, a,
                                   [c for c in levels[lvl](self.text, a, b) if c > floor], b)
                 if cuts:
@@ -195,12 +255,17 @@ class Fitter:
         """Greedy merge of whole consecutive units; oversized units become split tasks.
         Subclasses steer it through `_stops` (cuts that must be kept) and `_recut` (a
         better cut than the last unit that fits)."""
+        rest = self._rest(units) if self._balanced(units) else None
+        return self._pack_run(units, chain, glue, rest, len(units))[0]
+
+    def _pack_run(self, units: list[_Unit], chain: tuple[Node, ...], glue: int,
+                  rest: Callable[[int], int] | None, upto: int) -> tuple[list[tuple], int]:
+        """`_pack`'s chunks that start before unit `upto`, and the unit after the last."""
         plan: list[tuple] = []
         over, budget = self.sizer.overhead, self.budget
         stop = self._stops(units)
         i, n = 0, len(units)
-        rest = self._rest(units) if self._balanced(units) else None
-        while i < n:
+        while i < upto:
             tstart, _ = self._trim(units[i].start, units[i].end)
             _, ccost = self._context(chain, chain[-1], tstart)
             limit = budget
@@ -242,7 +307,7 @@ class Fitter:
             if cand is not None:
                 plan.append(("emit", self._piece(cand, units, i, j)))
             i = j
-        return plan
+        return plan, i
 
     def _balanced(self, units: list[_Unit]) -> bool:
         """Whether `_pack` balances the sizes of its chunks (hook; here always): the units
@@ -326,6 +391,56 @@ class Fitter:
                                            self._kinds(chain, []), self._meta(chain, []))))
             a, _ = self._trim(lo, b) if lo < b else (b, b)
         return plan
+
+    # -- long leaves --------------------------------------------------------------------
+    def _plan_long(self, a: int, b: int, lvl: int, split: Splitter, chain: tuple[Node, ...],
+                   glue: int) -> list[tuple] | None:
+        """`_plan_text` at level `lvl` for a leaf longer than `_WINDOW` (None when the
+        level has no cut there), in bounded memory. A 50 MB line of words has 8 million
+        units: as objects they would take 2 GB. Here the cuts are kept in an array and the
+        units made and packed a window at a time. A chunk that starts at unit i looks at
+        the units up to `max_chars` after it, so a window packs only the chunks that start
+        more than that before its end, and the next window starts where they stopped: each
+        chunk is the one `_pack` makes from all the units at once. The balanced sizes look
+        further, up to the next unit too big to share a chunk: `_LongRest` gives them."""
+        bounds = self._long_bounds(split, a, b, glue)
+        n = len(bounds) - 1
+        if n == 1:
+            return None
+        rests = _LongRest(self, bounds)
+        plan: list[tuple] = []
+        k, span = 0, max(_WINDOW, 2 * self.max_chars)
+        while k < n:
+            hi = bisect_left(bounds, bounds[k] + span, k, n)
+            edges = bounds[k:hi + 1].tolist()
+            ests = self.counter.estimates(edges, enough=self._enough)
+            units = [_Unit(s, e, c, None, lvl) for s, e, c in zip(edges, edges[1:], ests)]
+            upto = len(units) if hi == n else bisect_left(edges, edges[-1] - self.max_chars)
+            rest = rests.window(k, units)
+            part, i = self._pack_run(units, chain, glue, rest if self._balanced(units) else None,
+                                     upto)
+            plan += part
+            k += i
+        return plan
+
+    def _long_bounds(self, split: Splitter, a: int, b: int, floor: int) -> array:
+        """`[a, *cuts, b]` for `_plan_text`'s cuts of `text[a:b]` (those after `floor` that
+        `join_marks` keeps), in an array. The cuts are joined a batch at a time, from the
+        last cut kept so far (or `a`) to the next batch's first cut, so that each piece ends
+        where it does among all the cuts. `join_marks` also drops the first cut it keeps when
+        the piece before it is a mark; among all the cuts it checks that only for the first
+        cut kept of all, as here: the piece before a later one holds the piece after an
+        earlier kept cut, which is no mark, so it is none either."""
+        text = self.text
+        cuts = (c for c in iter_cuts(split, text, a, b) if c > floor)
+        bounds = array("q", [a])
+        batch = list(islice(cuts, _BATCH))
+        while batch:
+            after = list(islice(cuts, _BATCH))
+            bounds.extend(join_marks(text, bounds[-1], batch, after[0] if after else b))
+            batch = after
+        bounds.append(b)
+        return bounds
 
     # -- helpers ------------------------------------------------------------------------
     def _trim(self, a: int, b: int) -> tuple[int, int]:

@@ -232,3 +232,35 @@ def test_huge_cell_and_many_quoted_lines_are_bounded():
     t = time.perf_counter()
     doc = _parse(b'"a' * 200_000)  # quotes everywhere, never closed
     assert time.perf_counter() - t < 5
+
+
+def test_a_cell_over_the_field_limit_is_not_copied_for_the_header_vote(monkeypatch):
+    """csv.Sniffer.has_header copies its sample whole (as a StringIO, four bytes a
+    character) and would fail on a field over csv's limit: it is not asked then, and the
+    header is still found (its labels are not data-like)."""
+    samples: list[int] = []
+    real = csv_parser._FixedSniffer.has_header
+
+    def spy(self, sample):
+        samples.append(len(sample))
+        return real(self, sample)
+
+    monkeypatch.setattr(csv_parser._FixedSniffer, "has_header", spy)
+    doc = _parse("name,notes\n1," + "x" * (csv.field_size_limit() + 1) + "\n2,y\n")
+    assert samples == []
+    assert dict(doc.meta)["header"] == "detected" and len(_rows(doc)) == 2
+    _parse("name,notes\n1,x\n2,y\n")
+    assert len(samples) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from('ab,"\n\r '), max_size=8), min_size=1, max_size=6),
+       st.sampled_from(["", "\n", "\n\n"]))
+def test_header_vote_reads_the_lines_a_stringio_of_the_sample_gives(rows, end):
+    """`_readable` reads the records a line at a time: the lines of the sample as
+    has_header reads them, so it fails exactly when has_header's reading would."""
+    text = "\n".join(rows) + end
+    dialect = csv_parser._Dialect()
+    records = list(csv_parser._records(text, dialect))[:21]
+    sample = "\n".join(text[s:e] for s, e in records)
+    assert list(csv_parser._joined_lines(text, records)) == list(io.StringIO(sample))

@@ -12,15 +12,19 @@ exactly on its embed text, shrunk when over.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from itertools import chain, pairwise
 from typing import Sequence
 
 from ..fitter import NEAR_MISS, Fitter, Piece, lead_context, trim
 from ..model import ParsedDocument
 from ..sizing import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
-from ..splitting import Splitter, longest_fit
+from ..splitting import Splitter, iter_cuts, longest_fit
 from ..structure import Node, build_tree
 
 _STRUCTURAL = frozenset({"document", "section"})
+#: a span longer than this (in characters) is split a window of at least as many characters
+#: at a time (`SpanPacker._plan_long`)
+_WINDOW = 1 << 18
 
 
 class SectionIndex:
@@ -102,21 +106,67 @@ class SpanPacker:
         if a >= b:
             return []
         while level < len(self.levels):
+            if b - a > _WINDOW:
+                plan = self._plan_long(a, b, level)
+                if plan is not None:
+                    return plan
+                level += 1
+                continue
             cuts = self.levels[level](self.text, a, b)
             if cuts:
                 bounds = [a, *cuts, b]
                 spans = [trim(self.text, s, e) for s, e in zip(bounds, bounds[1:])]
                 spans = [(s, e) for s, e in spans if s < e]
                 ests = self.sizer.count_many([self.text[s:e] for s, e in spans])
-                return self._greedy(spans, ests, level)
+                return self._greedy(spans, ests, level, len(spans))[0]
             level += 1
         return [("emit", p) for p in split_chars(self.index, a, b)]
 
-    def _greedy(self, spans: list[tuple[int, int]], ests: list[int], level: int) -> list[tuple]:
+    def _plan_long(self, a: int, b: int, level: int) -> list[tuple] | None:
+        """`_plan` at `level` for a span longer than `_WINDOW` (None when the level has no
+        cut there), in bounded memory: a 50 MB line of words has 8 million units, and their
+        texts counted in one batch took gigabytes. The units are made, counted and packed a
+        window at a time. A chunk that starts at unit i looks at the units up to `max_chars`
+        after it, so a window packs only the chunks that start more than that before its
+        end, and the next window starts where they stopped: the chunks of all at once."""
+        text, max_chars = self.text, self.index.max_chars
+        cuts = iter_cuts(self.levels[level], text, a, b)
+        first = next(cuts, None)
+        if first is None:
+            return None
+        tiles = (trim(text, s, e) for s, e in pairwise(chain((a, first), cuts, (b,))))
+        todo = ((s, e) for s, e in tiles if s < e)
+        plan: list[tuple] = []
+        spans: list[tuple[int, int]] = []
+        ests: list[int] = []
+        span, pending = max(_WINDOW, 2 * max_chars), True
+        while pending or spans:  # pending: tiles may follow
+            new: list[tuple[int, int]] = []
+            for s, e in todo:
+                new.append((s, e))
+                if e - (spans or new)[0][0] >= span:
+                    break
+            else:
+                pending = False
+            if not spans and not new:  # (tiles of whitespace only)
+                break
+            spans += new
+            ests += self.sizer.count_many([text[s:e] for s, e in new])
+            last = spans[-1][1]
+            upto = len(spans) if not pending else \
+                bisect_left(spans, (last - max_chars,))  # starts before last - max_chars
+            part, i = self._greedy(spans, ests, level, upto)
+            plan += part
+            del spans[:i], ests[:i]
+        return plan
+
+    def _greedy(self, spans: list[tuple[int, int]], ests: list[int], level: int,
+                upto: int) -> tuple[list[tuple], int]:
+        """The chunks that start before unit `upto`, and the unit after the last."""
         plan: list[tuple] = []
         over, budget, index = self.sizer.overhead, self.budget, self.index
         i, n = 0, len(spans)
-        while i < n:
+        while i < upto:
             ctx, ccost = index.context_at(spans[i][0])
             total, j, reach = over + ccost, i, spans[i][0] + index.max_chars
             while j < n and total + ests[j] - over <= budget and spans[j][1] <= reach:
@@ -146,7 +196,7 @@ class SpanPacker:
                 tokens, j = more, j + 1
             plan.append(("emit", index.piece(spans[i][0], spans[j - 1][1], ctx, tokens)))
             i = j
-        return plan
+        return plan, i
 
 
 def split_chars(index: SectionIndex, a: int, b: int) -> list[Piece]:
