@@ -25,7 +25,8 @@ TOKENIZERS = ["cl100k_base", "o200k_base", "minilm"]
 PIECES = ["a", "Zq", "9", "12345", " ", "  ", "\t", "\n", "\n\n", " \n", "\n ", ".", ",", "/",
           "'s", "'", "-", "|", "`", "#", "*", "é", "日本", "ς", "😀", "\u00a0", "\u2003",
           "\u2028", "\x0b", "\x0c", "\x1c", "<|endoftext|>", "[SEP]", "[UNK]", "word",
-          "文", "。", "\u0301", "가", "ﬁ", "\U0002B820", "\U0002B920"]
+          "文", "。", "\u0301", "가", "ﬁ", "\U0002B820", "\U0002B920", "[", "]", "SEP]", "[MA",
+          "+/", "_", "=="]
 CONTEXTS = ["", "Guide > Install", "| a | b |\n|---|---|", "ends with slash /", "trailing ",
             "日本語"]
 FILES = ["fastapi__features.md", "alice-in-wonderland.txt",
@@ -293,3 +294,31 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
     full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
     assert max(tiktoken_encoded) > 100_000
     assert pieces == [(p.start, p.end, p.context, p.tokens) for p in full]
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_token_starts_in_blocks_are_those_of_one_pass(name, monkeypatch):
+    """`token_starts` (the `fixed` strategy's cut points) encodes a long text in blocks cut
+    at anchors, here of 16 characters: the starts are those of one encode of the whole."""
+    import chunkwise.sizing as sizing
+
+    one_pass = sizing._hf_starts(minilm_tokenizer_path()) if name == "minilm" \
+        else sizing._tiktoken_starts(sizing._tiktoken_encoding(name))
+    monkeypatch.setattr(sizing, "_STARTS_BLOCK", 16)
+    starts = sizing.token_starts(name)
+    rng = random.Random(name)
+    for _ in range(150):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 200)))
+        assert list(starts(text)) == list(one_pass(text)), text
+
+
+def test_token_starts_of_a_long_text_encode_bounded_blocks(hf_encoded):
+    """A 2 MB text is not given to the tokenizer at once (it took 1.6 GB for 9 MB)."""
+    from chunkwise.sizing import _STARTS_BLOCK, token_starts
+
+    text = "Some words, then more words.\n" * 70_000
+    token_starts.cache_clear()  # a tokenizer loaded while `hf_encoded` records
+    starts = token_starts("minilm")(text)
+    token_starts.cache_clear()
+    assert max(hf_encoded) < 2 * _STARTS_BLOCK < len(text)
+    assert len(starts) == 7 * 70_000 and starts[-1] == len(text) - 2  # 7 tokens a line

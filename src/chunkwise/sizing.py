@@ -8,7 +8,9 @@ the model's 256-token window includes them.
 from __future__ import annotations
 
 import os
+import re
 import threading
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -170,21 +172,48 @@ def limit_tokens(text: str, count: Callable[[str], int], limit: int, *,
 
 # -- token boundaries -----------------------------------------------------------------------
 @lru_cache(maxsize=8)
-def token_starts(spec: str) -> Callable[[str], list[int]]:
+def token_starts(spec: str) -> Callable[[str], Sequence[int]]:
     """For the tokenizer `spec` (as `get_sizer`), a function giving the `str` indices where the
     tokens of a text start, ascending and without duplicates: the places a text can be cut
     "at a token boundary". A byte-level BPE token that starts inside a multi-byte character
     gives no cut point, so a cut never falls inside a character. Whitespace that a tokenizer
     drops (WordPiece) simply has no token starting in it."""
+    from .tokenindex import one_pass_anchor  # (it imports this module)
+
     if spec == "chars":
-        return lambda text: list(range(len(text)))
+        return lambda text: range(len(text))
     if spec in TIKTOKEN_ENCODINGS:
-        return _tiktoken_starts(_tiktoken_encoding(spec))
+        return _in_blocks(_tiktoken_starts(_tiktoken_encoding(spec)), one_pass_anchor(spec))
     get_sizer(spec)  # the same validation and errors as the sizer
     path = minilm_tokenizer_path() if spec == "minilm" else Path(spec).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
-    return _hf_starts(path)
+    return _in_blocks(_hf_starts(path), one_pass_anchor(spec, path))
+
+
+#: characters encoded at once by `token_starts` when the tokenizer's anchors are known
+_STARTS_BLOCK = 1 << 18
+
+
+def _in_blocks(starts: Callable[[str], list[int]], anchor: re.Pattern | None
+               ) -> Callable[[str], Sequence[int]]:
+    """`starts` over a whole text, as an array; with `anchor` (its matches end where a text
+    can be cut and still give the tokens of one pass, see `chunkwise.tokenindex`), over
+    blocks of about `_STARTS_BLOCK` characters cut there, so that memory stays bounded (a
+    tokenizer given a 50 MB text at once takes gigabytes)."""
+    if anchor is None:
+        return lambda text: array("q", starts(text))
+
+    def blockwise(text: str) -> Sequence[int]:
+        out, a, n = array("q"), 0, len(text)
+        while a < n:
+            m = anchor.search(text, a + _STARTS_BLOCK - 1) if a + _STARTS_BLOCK < n else None
+            b = m.end() if m is not None else n
+            out.extend(a + s for s in starts(text[a:b]))
+            a = b
+        return out
+
+    return blockwise
 
 
 def _tiktoken_starts(enc) -> Callable[[str], list[int]]:

@@ -74,7 +74,7 @@ _TIKTOKEN_PATTERNS = frozenset({
 })
 # WordPiece after the BERT pre-tokenizer: every word ends at whitespace, and the normalizer
 # works character by character, so any position next to ASCII whitespace is an anchor.
-# (Punctuation splits too, but an added token such as `[SEP]` may contain it.)
+# (Punctuation and ideographs split too: see `_wordpiece_anchor`.)
 _WORDPIECE_ANCHOR = re.compile(r"[^ \t\n](?=[ \t\n])|[ \t\n]")
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 _ASCII_SPACE = re.compile(r"[ \t\n]")
@@ -90,9 +90,6 @@ _PUNCT_OR_CJK = re.compile(r"[!-/:-@\[-`{-~%s]" % _CJK_CLASS)
 #: tokenizer version may isolate too)
 _WORD_CHAR = r"[^\W_%s\U0002B820-\U0002B91F]" % _CJK_CLASS
 _WORD_RUN = re.compile(_WORD_CHAR + "*")
-#: with a normalizer that isolates ideographs, each side of one is an anchor too (so that
-#: spans of unspaced Chinese or Japanese count from the index, not by encoding them)
-_WORDPIECE_CJK_ANCHOR = re.compile(r"[ \t\n%s]|[\s\S](?=[ \t\n%s])" % (_CJK_CLASS, _CJK_CLASS))
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 #: letters and digits whose normalizing may change them (accents, case, ligatures, Hangul
 #: syllables into jamo), checked to stay inside a word (`_WordCuts.checked`)
@@ -394,6 +391,18 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
     return build
 
 
+def one_pass_anchor(spec: str, path: Path | None = None) -> re.Pattern | None:
+    """For the tokenizer `spec` (as `get_sizer`; `path`: its `tokenizer.json`), a regex whose
+    every match ends at an anchor: a text cut there and encoded in pieces gives the tokens
+    of one pass. None when no anchors are proven for it."""
+    if spec in TIKTOKEN_ENCODINGS:
+        enc = _tiktoken_encoding(spec)
+        return _TIKTOKEN_ANCHOR if getattr(enc, "_pat_str", None) in _TIKTOKEN_PATTERNS else None
+    if path is not None and _bert_wordpiece_spec(path) is not None:
+        return _WORDPIECE_ANCHOR
+    return None
+
+
 def _gaps(text: str, anchor: re.Pattern, window: int) -> list[tuple[int, int]]:
     """The stretches `(p, q)` between consecutive anchors of `text` that hold `window`
     characters in a row without an anchor, found by probing consecutive windows (so every
@@ -471,18 +480,32 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
                 parts.append(np.array(offsets, dtype=np.int64)[:, 1] + a)
         return np.concatenate(parts)
 
-    # Beside an isolated ideograph a word ends, unless an added token holds the ideograph or
-    # is matched only as a whole word (`single_word`: the ideograph is a word character).
-    added = spec.get("added_tokens") or []
-    anchor = _WORDPIECE_CJK_ANCHOR if cuts is not None and cuts.isolates_cjk and not any(
-        t.get("single_word") or _CJK_CHAR.search(t.get("content", "")) for t in added) \
-        else _WORDPIECE_ANCHOR
+    anchor = _wordpiece_anchor(spec.get("added_tokens") or [], cuts)
 
     def build(sizer: Sizer, text: str) -> SpanCounter:
         return _AnchoredCounter(sizer, text, token_ends(text), anchor, inner)
 
     build.token_ends = token_ends  # type: ignore[attr-defined]  (tests compare it to one pass)
     return build
+
+
+def _wordpiece_anchor(added: list[dict], cuts: _WordCuts | None) -> re.Pattern:
+    """The anchors of a WordPiece index: each side of ASCII whitespace and, when no added
+    token is matched on normalized text (`cuts` is not None), each side of a character the
+    pre-tokenizer makes a word of its own and no added token can span: ASCII punctuation
+    that none holds (not the brackets of `[SEP]`), and an isolated ideograph unless one
+    holds an ideograph or is matched only as a whole word (`single_word`: an ideograph is
+    a word character, punctuation is not). So spans of base64, minified code or unspaced
+    Chinese count from the index instead of being encoded."""
+    if cuts is None:
+        return _WORDPIECE_ANCHOR
+    held = set().union(*(t.get("content", "") for t in added))
+    breaks = re.escape(" \t\n" + "".join(
+        c for c in map(chr, range(0x21, 0x7F)) if _ASCII_PUNCT.match(c) and c not in held))
+    if cuts.isolates_cjk and not any(
+            t.get("single_word") or _CJK_CHAR.search(t.get("content", "")) for t in added):
+        breaks += _CJK_CLASS
+    return re.compile(f"[{breaks}]|[\\s\\S](?=[{breaks}])")
 
 
 class _NotOnePass(Exception):

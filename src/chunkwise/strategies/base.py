@@ -12,7 +12,7 @@ exactly on its embed text, shrunk when over.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from itertools import chain, pairwise
+from itertools import chain as concat, pairwise
 from typing import Sequence
 
 from ..fitter import NEAR_MISS, Fitter, Piece, lead_context, trim
@@ -134,7 +134,7 @@ class SpanPacker:
         first = next(cuts, None)
         if first is None:
             return None
-        tiles = (trim(text, s, e) for s, e in pairwise(chain((a, first), cuts, (b,))))
+        tiles = (trim(text, s, e) for s, e in pairwise(concat((a, first), cuts, (b,))))
         todo = ((s, e) for s, e in tiles if s < e)
         plan: list[tuple] = []
         spans: list[tuple[int, int]] = []

@@ -6,6 +6,7 @@ it starts in (empty for code), counted in the budget like every context.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 from ..fitter import Piece
@@ -35,13 +36,17 @@ def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: int,
     longer than the window's room in characters (see `MAX_CHARS_PER_TOKEN`) is cut at
     characters.
 
-    Token boundaries come from tokenizing the whole text once; a window is then counted
+    Token boundaries come from tokenizing the whole text once (in blocks cut where that
+    gives the same tokens, see `token_starts`); a window is then counted
     exactly on its own embed text (a substring may tokenize differently at its edges) and
     shortened by the excess, token boundary by token boundary, until it fits.
     """
     text = doc.text
     index = SectionIndex(doc, sizer, budget)
-    cuts = [0, *(c for c in token_starts(tokenizer)(text) if c > 0), len(text)]
+    starts = token_starts(tokenizer)(text)
+    cuts = array("q", [0])  # (an array: a 50 MB text has some 10 million tokens)
+    cuts.extend(starts[1:] if len(starts) and starts[0] == 0 else starts)
+    cuts.append(len(text))
     out: list[Piece] = []
     t, last = 0, len(cuts) - 1
     while t < last:
