@@ -182,13 +182,14 @@ def token_starts(spec: str) -> Callable[[str], Sequence[int]]:
 
     if spec == "chars":
         return lambda text: range(len(text))
+    # the same validation and errors as the sizer; blocks cut where the index's are
+    anchor = one_pass_anchor(get_sizer(spec))
     if spec in TIKTOKEN_ENCODINGS:
-        return _in_blocks(_tiktoken_starts(_tiktoken_encoding(spec)), one_pass_anchor(spec))
-    get_sizer(spec)  # the same validation and errors as the sizer
+        return _in_blocks(_tiktoken_starts(_tiktoken_encoding(spec)), anchor)
     path = minilm_tokenizer_path() if spec == "minilm" else Path(spec).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
-    return _in_blocks(_hf_starts(path), one_pass_anchor(spec, path))
+    return _in_blocks(_hf_starts(path), anchor)
 
 
 #: characters encoded at once by `token_starts` when the tokenizer's anchors are known

@@ -318,6 +318,14 @@ def span_counter(sizer: Sizer, text: str) -> SpanCounter:
     return build(sizer, text) if build is not None else SpanCounter(sizer, text)
 
 
+def one_pass_anchor(sizer: Sizer) -> re.Pattern | None:
+    """The anchors of the index `span_counter` builds for `sizer`: a regex whose every match
+    ends where a text can be cut and encoded in pieces with the tokens of one pass. None
+    when no anchors are proven for it."""
+    build = _index_builder(sizer)
+    return None if build is None else build.anchor  # type: ignore[attr-defined]
+
+
 def _index_builder(sizer: Sizer) -> Callable[[Sizer, str], SpanCounter] | None:
     try:
         if get_sizer(sizer.name) is not sizer:  # a custom sizer that reuses a name
@@ -388,19 +396,8 @@ def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
         return _TiktokenCounter(sizer, text, ends, _TIKTOKEN_ANCHOR, inner, gaps,
                                 token_ends, longest)
 
+    build.anchor = _TIKTOKEN_ANCHOR  # type: ignore[attr-defined]
     return build
-
-
-def one_pass_anchor(spec: str, path: Path | None = None) -> re.Pattern | None:
-    """For the tokenizer `spec` (as `get_sizer`; `path`: its `tokenizer.json`), a regex whose
-    every match ends at an anchor: a text cut there and encoded in pieces gives the tokens
-    of one pass. None when no anchors are proven for it."""
-    if spec in TIKTOKEN_ENCODINGS:
-        enc = _tiktoken_encoding(spec)
-        return _TIKTOKEN_ANCHOR if getattr(enc, "_pat_str", None) in _TIKTOKEN_PATTERNS else None
-    if path is not None and _bert_wordpiece_spec(path) is not None:
-        return _WORDPIECE_ANCHOR
-    return None
 
 
 def _gaps(text: str, anchor: re.Pattern, window: int) -> list[tuple[int, int]]:
@@ -486,6 +483,7 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
         return _AnchoredCounter(sizer, text, token_ends(text), anchor, inner)
 
     build.token_ends = token_ends  # type: ignore[attr-defined]  (tests compare it to one pass)
+    build.anchor = anchor  # type: ignore[attr-defined]
     return build
 
 
