@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.api import Chunker, iter_files
+from chunkwise.api import Chunker
 from chunkwise.chroma import (RESERVED_KEYS, StoreError, chunk_metadata, flatten_metadata,
-                              ingest, is_current, iter_collection, plan_file, query)
+                              iter_collection, query)
+from chunkwise.discover import discover
 from chunkwise.model import Chunk
+from chunkwise.pipeline import ingest, is_current, plan_file
 
 from conftest import FIXTURES
 
@@ -75,8 +77,11 @@ def snapshot(db: Path | str, collection: str = "chunkwise") -> dict[str, tuple[s
 
 
 def expected_chunks(paths, **options) -> dict[str, Chunk]:
+    """The chunks of the files under `paths`, named as ingest names them (relative to the
+    folder given)."""
     chunker = Chunker(**options)
-    return {c.id: c for p in iter_files(paths) for c in chunker.chunk_file(p)}
+    return {c.id: c for f in discover(paths).files
+            for c in chunker.chunk_file(f.path, source=f.source)}
 
 
 # -- metadata and planning, on hand-made chunks ---------------------------------------------
@@ -163,16 +168,16 @@ def test_incremental_ingest(corpus):
     # edit one file: only its chunks are touched
     write_topic(corpus, "bread.md", extra="Sourdough uses a starter instead of baker's yeast.")
     third = ingest(["docs"], db_path=db)
-    bread = {i for i, c in expected_chunks(["docs"]).items() if c.source == "docs/bread.md"}
+    bread = {i for i, c in expected_chunks(["docs"]).items() if c.source == "bread.md"}
     assert third.changed == 1 and third.skipped == 7
     assert 0 < third.written <= len(bread)
     after = snapshot(db)
-    assert {i for i, (_, m) in after.items() if m["source"] == "docs/bread.md"} == bread
-    assert {i: v for i, v in after.items() if v[1]["source"] != "docs/bread.md"} == \
-        {i: v for i, v in snap.items() if v[1]["source"] != "docs/bread.md"}
+    assert {i for i, (_, m) in after.items() if m["source"] == "bread.md"} == bread
+    assert {i: v for i, v in after.items() if v[1]["source"] != "bread.md"} == \
+        {i: v for i, v in snap.items() if v[1]["source"] != "bread.md"}
 
     # delete one file and prune: exactly its chunks go
-    gone = {i for i, (_, m) in after.items() if m["source"] == "docs/sub/notes.txt"}
+    gone = {i for i, (_, m) in after.items() if m["source"] == "sub/notes.txt"}
     (corpus / "sub" / "notes.txt").unlink()
     fourth = ingest(["docs"], db_path=db, prune=True)
     assert (fourth.pruned_files, fourth.pruned_chunks) == (1, len(gone))
@@ -198,7 +203,7 @@ def test_prune_only_under_given_roots(corpus, tmp_path):
     report = ingest(["other"], db_path="db", prune=True)  # a vanished root is fine with prune
     assert report.pruned_files == 1 and not report.failed
     assert {m["source"] for _, (_, m) in snapshot("db").items()} == \
-        {str(p) for p in iter_files(["docs"])}
+        {"docs/" + f.source for f in discover(["docs"]).files}
 
 
 def test_bad_file_is_reported_and_the_rest_ingested(corpus):
@@ -207,8 +212,8 @@ def test_bad_file_is_reported_and_the_rest_ingested(corpus):
     reasons = dict(report.failed)
     assert set(reasons) == {"docs/broken.txt", "missing.md"}
     assert "binary" in reasons["docs/broken.txt"] and "no such file" in reasons["missing.md"]
-    assert report.written == len(expected_chunks([p for p in iter_files(["docs"])
-                                                  if p.name != "broken.txt"]))
+    assert report.written == len(expected_chunks([f.path for f in discover(["docs"]).files
+                                                  if not f.path.endswith("broken.txt")]))
 
 
 def test_file_name_that_is_not_utf8(corpus):
@@ -219,9 +224,9 @@ def test_file_name_that_is_not_utf8(corpus):
         weird.write_text("Espresso and milk foam make a cappuccino.", encoding="utf-8")
     except (OSError, UnicodeError):
         pytest.skip("this file system does not take non-UTF-8 file names")
-    name = "docs/sub/caf\\xe9.txt"
+    name = "sub/caf\\xe9.txt"
     (chunk,) = Chunker().chunk_file(weird)
-    assert chunk.source == name and chunk.text.startswith("Espresso")
+    assert chunk.source == "docs/" + name and chunk.text.startswith("Espresso")
     first = ingest(["docs"], db_path="db")
     assert not first.failed and first.files == 9
     assert [m["source"] for _, (_, m) in snapshot("db").items()].count(name) == 1
@@ -243,7 +248,7 @@ def test_chunks_longer_than_the_model_window_are_reported(corpus, tmp_path):
 def test_query_returns_sources_paths_and_filters(corpus):
     ingest(["docs"], db_path="db")
     hits = query("when does a volcano erupt explosively with ash?", db_path="db", k=3)
-    assert len(hits) == 3 and hits[0].source == "docs/volcanoes.md"
+    assert len(hits) == 3 and hits[0].source == "volcanoes.md"
     assert hits[0].section_path[0] == "Volcanoes" and 0 <= hits[0].distance < hits[-1].distance
     assert hits[0].text in (corpus / "volcanoes.md").read_text()
     only_py = query("run work in the background", db_path="db", k=5,
@@ -284,7 +289,7 @@ def test_cli_ingest_and_query(corpus, tmp_path):
     out = run_cli("query", "explosive eruptions and ash", "--db", "db", "-k", "2", "--json",
                   cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)[0]["source"] == "docs/volcanoes.md"
+    assert json.loads(out.stdout)[0]["source"] == "volcanoes.md"
     out = run_cli("query", "  ", "--db", "db", cwd=tmp_path)
     assert out.returncode == 2 and "non-empty" in out.stderr and "Traceback" not in out.stderr
     out = run_cli("query", "ash", "--db", "db", "--where", "{oops", cwd=tmp_path)
@@ -292,7 +297,7 @@ def test_cli_ingest_and_query(corpus, tmp_path):
     (corpus / "broken.txt").write_bytes(b"\x00\xff" * 300)
     out = run_cli("ingest", "docs", "--db", "db", cwd=tmp_path)
     assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert out.stderr.strip().splitlines()[-1].startswith("docs/broken.txt: ")
+    assert out.stderr.strip().splitlines()[-1].startswith("broken.txt: ")
     assert "8 unchanged" in out.stdout
 
 
@@ -418,9 +423,9 @@ def server(tmp_path):
 
 
 def test_server_ingest_outage_and_rerun(corpus, server, monkeypatch):
-    import chunkwise.chroma
+    import chunkwise.pipeline
 
-    monkeypatch.setattr(chunkwise.chroma, "EMBED_SLICE", 8)  # write in many small slices
+    monkeypatch.setattr(chunkwise.pipeline, "EMBED_WINDOW", 8)  # write in many small slices
     remote = {"host": "127.0.0.1", "port": server.port}
     ingest(["docs"], db_path="reference")
     reference = snapshot("reference")
@@ -438,7 +443,7 @@ def test_server_ingest_outage_and_rerun(corpus, server, monkeypatch):
     assert got == reference
     assert ingest(["docs"], **remote).written == 0
     hits = query("proofing dough with yeast", k=2, **remote)
-    assert hits[0].source == "docs/bread.md"
+    assert hits[0].source == "bread.md"
 
 
 def test_unreachable_server_is_one_clear_error(corpus, tmp_path):

@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkwise.api import Chunker, iter_files
-from chunkwise.chroma import ingest, iter_collection
+from chunkwise.api import Chunker
+from chunkwise.chroma import iter_collection
+from chunkwise.discover import discover
+from chunkwise.pipeline import ingest
 from chunkwise.embeddings import Embedder
 
 from conftest import CORPUS
@@ -51,7 +53,8 @@ def test_whole_corpus_twice_edit_and_prune(tmp_path, monkeypatch):
     first = ingest(["corpus"], db_path=db, embedder=HASH)
     assert not first.failed, first.failed
     chunker = Chunker()
-    expected = Counter({str(p): len(chunker.chunk_file(p)) for p in iter_files(["corpus"])})
+    expected = Counter({f.source: len(chunker.chunk_file(f.path, source=f.source))
+                        for f in discover(["corpus"]).files})
     folders = {Path(s).parent.name for s in expected}
     assert folders >= {"markdown", "html", "pdf", "code", "csv", "text"}
     stored = sources_in(db)
@@ -63,6 +66,7 @@ def test_whole_corpus_twice_edit_and_prune(tmp_path, monkeypatch):
     assert second.skipped == second.files == first.files
 
     edited = Path("corpus/markdown/uv__concepts__cache.md")
+    name = "markdown/uv__concepts__cache.md"
     edited.write_text(edited.read_text(encoding="utf-8")
                       + "\n\n## Appendix\n\nA new closing section about cache pruning.\n",
                       encoding="utf-8")
@@ -70,13 +74,13 @@ def test_whole_corpus_twice_edit_and_prune(tmp_path, monkeypatch):
     third = ingest(["corpus"], db_path=db, embedder=HASH)
     assert third.changed == 1 and third.skipped == third.files - 1
     after = {i: (d, m) for i, d, m in iter_collection(db_path=db)}
-    untouched = {i: v for i, v in before.items() if v[1]["source"] != str(edited)}
-    assert {i: v for i, v in after.items() if v[1]["source"] != str(edited)} == untouched
-    assert sources_in(db)[str(edited)] == len(chunker.chunk_file(edited))
+    untouched = {i: v for i, v in before.items() if v[1]["source"] != name}
+    assert {i: v for i, v in after.items() if v[1]["source"] != name} == untouched
+    assert sources_in(db)[name] == len(chunker.chunk_file(edited, source=name))
     assert 0 < third.written < len(chunker.chunk_file(edited))  # unchanged chunks kept
 
     gone = Path("corpus/html/httpd__glossary.html")
-    gone_ids = {i for i, v in after.items() if v[1]["source"] == str(gone)}
+    gone_ids = {i for i, v in after.items() if v[1]["source"] == "html/httpd__glossary.html"}
     gone.unlink()
     fourth = ingest(["corpus"], db_path=db, embedder=HASH, prune=True)
     assert (fourth.pruned_files, fourth.pruned_chunks) == (1, len(gone_ids))

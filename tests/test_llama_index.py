@@ -180,7 +180,7 @@ def test_reader_documents_hold_the_canonical_text(reader_docs):
     assert set(by_name) == {p.name for p in FIXTURES.iterdir()}
     for doc in reader_docs:
         path = Path(doc.metadata["file_path"])
-        assert doc.id_ == doc.metadata["source"] == str(FIXTURES / path.name)
+        assert doc.id_ == doc.metadata["source"] == path.name  # relative to the folder given
         assert doc.text == parse_file(path).text
         assert set(doc.excluded_embed_metadata_keys) == set(doc.metadata)
         assert doc.get_content(metadata_mode=MetadataMode.EMBED) == doc.text
@@ -204,10 +204,10 @@ def test_reader_nodes_keep_structure_exact_offsets_and_the_budget(reader_docs, r
             (c.start, c.end) for c in chunks]
         assert [n.node_id for n in nodes] == [c.id for c in chunks]
         assert [n.metadata.get("context", "") for n in nodes] == [c.context for c in chunks]
-    pdf_nodes = nodes_of[str(PDF)]
+    pdf_nodes = nodes_of[PDF.name]
     assert pdf_nodes[-1].metadata["page_end"] >= 2
     assert all(n.metadata["page_start"] <= n.metadata["page_end"] for n in pdf_nodes)
-    html_nodes = nodes_of[str(HTML)]
+    html_nodes = nodes_of[HTML.name]
     assert sum(" > " in n.metadata["section_path"] for n in html_nodes) >= len(html_nodes) // 2
     llm = html_nodes[1].get_content(metadata_mode=MetadataMode.LLM)
     assert "file_name: " in llm and "context: " in llm and "tokens: " not in llm
@@ -394,8 +394,8 @@ def test_reader_skips_bad_files_with_their_reason(mixed_dir, caplog):
         docs = reader.load_data(mixed_dir)
     assert [d.metadata["file_name"] for d in docs] == [MARKDOWN.name]
     failed = dict(reader.failures)
-    assert set(failed) == {str(mixed_dir / "broken.pdf"), str(mixed_dir / "binary.txt")}
-    assert "binary" in failed[str(mixed_dir / "binary.txt")]
+    assert set(failed) == {"broken.pdf", "binary.txt"}  # named relative to the folder
+    assert "binary" in failed["binary.txt"]
     assert all(reason for reason in failed.values())
     assert "broken.pdf" in caplog.text and "binary.txt" in caplog.text
     with pytest.raises(ParseError):

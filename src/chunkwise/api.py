@@ -86,6 +86,9 @@ class Chunker:
         self.tokenizer = tokenizer
         self.overlap = overlap
         self.strategy = strategy
+        # what rebuilds this Chunker in another process (see __reduce__)
+        self._spec = {"max_tokens": max_tokens, "tokenizer": tokenizer, "overlap": overlap,
+                      "strategy": str(strategy), **options}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(options)
         self.fingerprint = hashlib.blake2b(
@@ -132,6 +135,11 @@ class Chunker:
             if part is not None:
                 out.update(part.stats)
         return out
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickled as its options, rebuilt on arrival (tokenizers hold closures that do not
+        pickle): a process pool's workers chunk exactly as this Chunker does."""
+        return (_rebuild_chunker, (self._spec,))
 
     def __repr__(self) -> str:
         return (f"Chunker(max_tokens={self.max_tokens}, tokenizer={self.tokenizer!r}, "
@@ -198,6 +206,10 @@ class Chunker:
                      start=p.start, end=p.end, context=p.context, section_path=p.owner.path,
                      page_start=page_start, page_end=page_end, kinds=p.kinds, tokens=p.tokens,
                      meta=meta)
+
+
+def _rebuild_chunker(spec: dict[str, Any]) -> Chunker:
+    return Chunker(**spec)
 
 
 def _with_overlap(pieces: list[Piece], text: str, count, overlap: int, budget: int) -> list[Piece]:
@@ -276,16 +288,16 @@ def chunk_file(path: str | os.PathLike, *, format: str | None = None, **options)
 
 def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
     """Files to process: explicit files as given; folders walked recursively, in sorted
-    order, keeping files of known formats and skipping hidden files and folders."""
-    from chunkwise.parsers import EXTENSIONS
+    order, keeping regular files of known formats and skipping hidden files and folders,
+    FIFOs, devices and symlinks out of the folder (see `chunkwise.discover`). A path that
+    does not exist is yielded as is, so that reading it reports it."""
+    from .discover import discover
 
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if not name.startswith(".") and Path(name).suffix.lower() in EXTENSIONS:
-                        yield Path(root) / name
-        else:
-            yield path
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        return
+    found = discover(paths)
+    for name, reason in found.skipped:
+        log.warning("%s: skipped: %s", name, reason)
+    yield from (Path(f.path) for f in found.files)
+    yield from (Path(m) for m in found.missing)

@@ -1,19 +1,12 @@
-"""Chroma ingestion and query: files in, an up-to-date collection out.
+"""The Chroma store: connecting (embedded or a `chroma run` server, every call bounded in
+time and retried while the server is unreachable), the one collection chunkwise writes, the
+metadata it stores with each chunk, and queries.
 
-    >>> from chunkwise.chroma import ingest, query
-    >>> report = ingest(["docs/"], db_path="chunkwise-db")        # embedded PersistentClient
+    >>> from chunkwise.chroma import query
     >>> hits = query("how do I configure retries?", db_path="chunkwise-db", k=5)
 
-A `chroma run` server is used instead with `host=`/`port=`, or pass any `client=`.
-
-Incremental by construction: every chunk's metadata records the hash of its file's bytes
-(`content_hash`), the options that shaped it (`options`) and how many chunks the file has
-(`chunk_count`). A file is up to date when the chunks stored for its source all carry its
-current hash and options and there are exactly `chunk_count` of them; such a file is neither
-parsed nor embedded. Otherwise the file is re-chunked and, in this order, new chunks are
-upserted, chunks that only changed metadata are updated, and stale chunks are deleted. Any
-prefix of that sequence leaves a state the check above sees as out of date, so a run killed at
-any moment is completed by the next one, which converges on what an uninterrupted run writes.
+Writing a folder into a collection is the ingestion pipeline's job (`chunkwise.pipeline`);
+this module only stores and reads.
 """
 
 from __future__ import annotations
@@ -37,19 +30,21 @@ log = logging.getLogger(__name__)
 DEFAULT_DB = "chunkwise-db"
 DEFAULT_COLLECTION = "chunkwise"
 #: bump when the stored metadata layout changes: every file is then rewritten once
-SCHEMA = "1"
-#: chunks embedded between writes and progress reports
-EMBED_SLICE = 256
+SCHEMA = "2"
 #: seconds to wait before each retry of a store call that failed to reach the server
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: metadata keys chunkwise writes; chunk meta keys equal to these are stored as `meta.<key>`
 RESERVED_KEYS = frozenset({
     "source", "format", "start", "end", "chunk_index", "chunk_count", "tokens", "context",
     "section_path", "section_path_list", "kinds", "page_start", "page_end", "content_hash",
-    "options",
+    "options", "embed_hash",
 })
 _COLLECTION_EMBEDDER = "chunkwise_embedder"
 _COLLECTION_SPEC = "chunkwise_embedder_spec"
+#: collection metadata: the folder (absolute) every stored `source` is relative to
+COLLECTION_ROOT = "chunkwise_root"
+#: seconds a call to a Chroma server may take before it is given up (`--timeout`)
+DEFAULT_TIMEOUT = 60.0
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
@@ -58,67 +53,7 @@ class StoreError(ChunkwiseError):
     and why); rerunning after the cause is fixed completes the job."""
 
 
-# -- results --------------------------------------------------------------------------------
-@dataclass
-class IngestReport:
-    """What an `ingest` run did. Chunk counts are chunks, file counts are files."""
-
-    files: int = 0
-    """Files seen (found under the paths given)."""
-    chunks: int = 0
-    """Chunks those files have now (stored or written)."""
-    skipped: int = 0
-    """Files already up to date: not parsed, nothing written."""
-    changed: int = 0
-    """Files (re)written: new, edited, or chunked with other options."""
-    written: int = 0
-    """Chunks embedded and upserted."""
-    updated: int = 0
-    """Chunks kept as they were whose metadata was refreshed (no embedding)."""
-    deleted: int = 0
-    """Stale chunks of changed files removed."""
-    pruned_files: int = 0
-    """Sources removed by `prune` because their files are gone."""
-    pruned_chunks: int = 0
-    """Chunks of those sources."""
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    """(source, reason) of every file that could not be read or parsed."""
-    truncated: int = 0
-    """Chunks embedded in this run that are longer than the embedding model's window (when
-    the model says, see `Embedder.window`): only their start is in their vector."""
-    window: int | None = None
-    """That window, in the model's tokens."""
-    seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time per phase: `read`, `parse_chunk`, `embed`, `write`, `total`."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "files": self.files, "chunks": self.chunks, "skipped": self.skipped,
-            "changed": self.changed, "written": self.written, "updated": self.updated,
-            "deleted": self.deleted, "pruned_files": self.pruned_files,
-            "pruned_chunks": self.pruned_chunks,
-            "failed": [{"source": s, "reason": r} for s, r in self.failed],
-            "truncated": self.truncated, "window": self.window,
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-        }
-
-
-@dataclass(frozen=True)
-class IngestProgress:
-    """Passed to the `progress` callback after each file is planned and each slice written."""
-
-    files_done: int
-    files_total: int
-    chunks_written: int
-    embed_seconds: float
-    source: str = ""
-
-    @property
-    def rate(self) -> float:
-        """Chunks embedded per second of embedding so far."""
-        return self.chunks_written / self.embed_seconds if self.embed_seconds > 0 else 0.0
-
-
+# -- results -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Hit:
     """One query result."""
@@ -176,15 +111,22 @@ def _flat_value(value: Any) -> Any:
     return str(value)
 
 
+def embed_hash(text: str) -> str:
+    """The key under which a vector is reused: sha256 of the exact text embedded."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
                    options: str) -> dict[str, Any]:
     """The flat metadata stored with a chunk: its contract fields, its position in the file,
-    the file's hash and options (for incremental runs), then the chunk's own meta."""
+    the file's hash and options (for incremental runs), the hash of its embed text (to reuse
+    its vector), then the chunk's own meta."""
     meta: dict[str, Any] = {
         "source": chunk.source, "format": chunk.format, "start": chunk.start, "end": chunk.end,
         "chunk_index": index, "chunk_count": count, "tokens": chunk.tokens,
         "context": chunk.context, "section_path": " > ".join(chunk.section_path),
         "content_hash": content_hash, "options": options,
+        "embed_hash": embed_hash(chunk.embed_text),
     }
     if chunk.section_path:
         meta["section_path_list"] = list(chunk.section_path)
@@ -202,25 +144,40 @@ def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
 
 # -- connection and retries -----------------------------------------------------------------
 def _transient(e: BaseException) -> bool:
-    """Errors worth retrying: the server is unreachable or went away mid-request."""
+    """Errors worth retrying: the server cannot be reached (refused, reset, name not found).
+    A server that accepted the request but did not answer in time is frozen or overloaded:
+    retrying would multiply the wait, so a timeout is final."""
     try:
         import httpx
     except ImportError:  # pragma: no cover - a chromadb dependency
         httpx = None
+    if httpx is not None and isinstance(e, httpx.TimeoutException):
+        return False
     if httpx is not None and isinstance(e, httpx.TransportError):
         return True
-    if isinstance(e, ConnectionError):
-        return True
+    if isinstance(e, (ConnectionError, TimeoutError)):
+        return isinstance(e, ConnectionError)
     return isinstance(e, ValueError) and "Could not connect" in str(e)
+
+
+def _timed_out(e: BaseException) -> bool:
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover
+        return isinstance(e, TimeoutError)
+    return isinstance(e, (httpx.TimeoutException, TimeoutError))
 
 
 def with_retries(fn: Callable[[], Any], what: str, delays: Sequence[float] = RETRY_DELAYS) -> Any:
     """Call `fn`; on a transient failure wait and retry (exponential backoff), then raise a
-    `StoreError` naming the operation and the cause."""
+    `StoreError` naming the operation and the cause. A timeout is a `StoreError` at once."""
     for attempt in range(len(delays) + 1):
         try:
             return fn()
         except Exception as e:
+            if _timed_out(e):
+                raise StoreError(f"Chroma did not answer in time while trying to {what} "
+                                 "(server frozen or overloaded?); --timeout sets the limit") from e
             if not _transient(e):
                 raise
             if attempt == len(delays):
@@ -232,16 +189,32 @@ def with_retries(fn: Callable[[], Any], what: str, delays: Sequence[float] = RET
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def check_server(host: str | None, port: int | None) -> tuple[str, int]:
+    """(host, port) of a Chroma server, validated: `ConfigError` for an impossible one."""
+    h = "localhost" if host is None else host
+    if not isinstance(h, str) or not h.strip() or any(c.isspace() or c in "/?#@" for c in h):
+        raise ConfigError(f"invalid Chroma server host {h!r}: give a host name or address, "
+                          "without scheme or path")
+    p = 8000 if port is None else port
+    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+        raise ConfigError(f"invalid Chroma server port {p!r}: it must be 1 to 65535")
+    return h, p
+
+
 def connect(*, client: Any = None, db_path: str | os.PathLike | None = None,
             host: str | None = None, port: int | None = None, create: bool = True,
-            retry_delays: Sequence[float] = RETRY_DELAYS) -> Any:
-    """A Chroma client: `client` as given, an `HttpClient` when `host` or `port` is set, else a
-    `PersistentClient` on `db_path` (default `./chunkwise-db`; with `create=False` a missing
-    directory is an error instead of a new empty database)."""
+            retry_delays: Sequence[float] = RETRY_DELAYS,
+            timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+    """A Chroma client: `client` as given, an `HttpClient` when `host` or `port` is set (each
+    request limited to `timeout` seconds), else a `PersistentClient` on `db_path` (default
+    `./chunkwise-db`; with `create=False` a missing directory is an error instead of a new
+    empty database)."""
     if client is not None:
         if db_path is not None or host is not None or port is not None:
             raise ConfigError("give either a client or a database location, not both")
         return client
+    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
     import chromadb
     from chromadb.config import Settings
 
@@ -249,9 +222,10 @@ def connect(*, client: Any = None, db_path: str | os.PathLike | None = None,
     if host is not None or port is not None:
         if db_path is not None:
             raise ConfigError("give either a database directory or a server, not both")
-        h, p = host or "localhost", port or 8000
-        return with_retries(lambda: chromadb.HttpClient(host=h, port=p, settings=settings),
-                            f"connect to {h}:{p}", retry_delays)
+        h, p = check_server(host, port)
+        c = with_retries(lambda: _http_client(chromadb, h, p, settings, timeout),
+                         f"connect to {h}:{p}", retry_delays)
+        return c
     path = Path(db_path if db_path is not None else DEFAULT_DB)
     if not create and not path.is_dir():
         raise StoreError(f"no Chroma database at {path}; run `chunkwise ingest` first")
@@ -263,11 +237,44 @@ def connect(*, client: Any = None, db_path: str | os.PathLike | None = None,
         raise StoreError(f"cannot open Chroma database {path}: {e}") from e
 
 
-class _Store:
-    """One collection, every call retried on transient failures."""
+def _http_client(chromadb: Any, host: str, port: int, settings: Any, timeout: float | None) -> Any:
+    """An `HttpClient` whose every request gives up after `timeout` seconds. Chroma builds its
+    httpx session with no timeout at all (a frozen server hangs the caller for ever) and
+    offers no setting for it, so the session's timeout is set on the client it made; the
+    first request (the heartbeat inside `HttpClient`) is bounded by a socket default."""
+    import socket
+
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout)
+    try:
+        c = chromadb.HttpClient(host=host, port=port, settings=settings)
+    finally:
+        socket.setdefaulttimeout(old)
+    session = getattr(getattr(c, "_server", None), "_session", None)
+    if session is not None and timeout is not None:
+        import httpx
+
+        session.timeout = httpx.Timeout(timeout)
+    return c
+
+
+def persist_directory(client: Any) -> Path | None:
+    """The folder of an embedded (persistent) client, None for a server."""
+    try:
+        settings = client.get_settings()
+    except Exception:  # noqa: BLE001 - not a chromadb client we know
+        return None
+    if getattr(settings, "is_persistent", False) and getattr(settings, "persist_directory", None):
+        return Path(settings.persist_directory)
+    return None
+
+
+class Store:
+    """The chunkwise collection of one client, every call retried on transient failures and
+    converted to `StoreError` on others."""
 
     def __init__(self, client: Any, name: str, embedder: Any, *, create: bool,
-                 retry_delays: Sequence[float]) -> None:
+                 retry_delays: Sequence[float] = RETRY_DELAYS) -> None:
         self.client = client
         self.name = name
         self.embedder = embedder
@@ -301,7 +308,7 @@ class _Store:
 
     def _create(self) -> Any:
         e = self.embedder
-        metadata = {_COLLECTION_EMBEDDER: e.identity}
+        metadata = {_COLLECTION_EMBEDDER: e.identity, "chunkwise_schema": SCHEMA}
         if e.spec:
             metadata[_COLLECTION_SPEC] = e.spec
         return self._call(lambda: self.client.get_or_create_collection(
@@ -312,7 +319,8 @@ class _Store:
         stored = (col.metadata or {}).get(_COLLECTION_EMBEDDER)
         if stored is None:
             if self._call(col.count, "count") == 0:  # adopt an empty collection
-                metadata = {**(col.metadata or {}), _COLLECTION_EMBEDDER: self.embedder.identity}
+                metadata = {**(col.metadata or {}), _COLLECTION_EMBEDDER: self.embedder.identity,
+                            "chunkwise_schema": SCHEMA}
                 if self.embedder.spec:
                     metadata[_COLLECTION_SPEC] = self.embedder.spec
                 self._call(lambda: col.modify(metadata=metadata), "set collection metadata")
@@ -323,6 +331,22 @@ class _Store:
             raise StoreError(f"collection {self.name!r} holds vectors of {stored}, not "
                              f"{self.embedder.identity}; use the same embedder or another collection")
 
+    # -- collection metadata --------------------------------------------------------------
+    @property
+    def root(self) -> str | None:
+        """The folder the stored sources are relative to, as recorded by the first ingest."""
+        return (self.collection.metadata or {}).get(COLLECTION_ROOT)
+
+    def set_root(self, root: str) -> None:
+        metadata = {**(self.collection.metadata or {}), COLLECTION_ROOT: root,
+                    "chunkwise_schema": SCHEMA}
+        self._call(lambda: self.collection.modify(metadata=metadata), "record the root")
+        self.collection = self._call(lambda: self.client.get_collection(self.name),
+                                     f"open collection {self.name!r}")
+
+    def count(self) -> int:
+        return int(self._call(self.collection.count, "count"))
+
     # -- reads --------------------------------------------------------------------------
     def chunks_of(self, source: str) -> dict[str, dict[str, Any]]:
         """id -> metadata of every chunk stored for `source`."""
@@ -331,18 +355,54 @@ class _Store:
                          f"read the chunks of {source}")
         return dict(zip(got["ids"], (m or {} for m in got["metadatas"])))
 
-    def sources(self) -> dict[str, list[str]]:
-        """source -> ids, over the whole collection (paged)."""
+    def pages(self, include: Sequence[str] = ("metadatas",)) -> Iterator[Any]:
+        """The whole collection, a page at a time."""
+        page = max(100, min(self.max_batch, 5000))
+        return _pages(lambda offset: self._call(
+            lambda: self.collection.get(include=list(include), limit=page, offset=offset),
+            "read the collection"), page)
+
+    def summary(self) -> dict[str, SourceState]:
+        """source -> what is stored for it (hash, options, complete or not), over the whole
+        collection in one paged pass: a file whose state matches its bytes is not re-read."""
+        states: dict[str, SourceState] = {}
+        for got in self.pages():
+            for meta in got["metadatas"]:
+                meta = meta or {}
+                source = str(meta.get("source", ""))
+                state = states.get(source)
+                key = (meta.get("content_hash"), meta.get("options"), meta.get("chunk_count"))
+                if state is None:
+                    states[source] = SourceState(*key, stored=1)
+                else:
+                    state.stored += 1
+                    if (state.content_hash, state.options, state.chunk_count) != key:
+                        state.mixed = True
+        return states
+
+    def ids_of_sources(self, sources: set[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        offset, page = 0, max(100, min(self.max_batch, 5000))
-        while True:
-            got = self._call(lambda: self.collection.get(include=["metadatas"], limit=page,
-                                                         offset=offset), "list sources")
+        for got in self.pages():
             for id_, meta in zip(got["ids"], got["metadatas"]):
-                out.setdefault(str((meta or {}).get("source", "")), []).append(id_)
-            if len(got["ids"]) < page:
-                return out
-            offset += page
+                source = str((meta or {}).get("source", ""))
+                if source in sources:
+                    out.setdefault(source, []).append(id_)
+        return out
+
+    def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Any]:
+        """embed_hash -> a stored vector with that hash, for those of `hashes` stored."""
+        out: dict[str, Any] = {}
+        unique = sorted(set(hashes))
+        for lo in range(0, len(unique), 500):
+            part = unique[lo:lo + 500]
+            got = self._call(lambda: self.collection.get(
+                where={"embed_hash": {"$in": part}}, include=["metadatas", "embeddings"]),
+                "read stored vectors")
+            for meta, vector in zip(got["metadatas"], got["embeddings"]):
+                h = (meta or {}).get("embed_hash")
+                if h and vector is not None and len(vector):
+                    out.setdefault(h, vector)
+        return out
 
     # -- writes -------------------------------------------------------------------------
     def upsert(self, ids: list[str], documents: list[str], embeddings: Any,
@@ -365,119 +425,24 @@ class _Store:
             self._call(lambda: self.collection.delete(ids=batch), "delete chunks")
 
 
-# -- planning -------------------------------------------------------------------------------
 @dataclass
-class _FilePlan:
-    """What one changed file needs: chunks to embed and upsert, chunks whose metadata only
-    changed, and stale ids to delete (in that order)."""
+class SourceState:
+    """What the collection holds for one source."""
 
-    source: str
-    embed: list[tuple[Chunk, dict[str, Any]]]
-    refresh: list[tuple[str, dict[str, Any]]]
-    stale: list[str]
+    content_hash: str | None
+    options: str | None
+    chunk_count: int | None
+    stored: int = 0
+    mixed: bool = False
 
-
-def is_current(stored: Mapping[str, Mapping[str, Any]], content_hash: str, options: str) -> bool:
-    """Whether the chunks stored for a file are exactly those of its current bytes and options."""
-    return bool(stored) and all(
-        m.get("content_hash") == content_hash and m.get("options") == options
-        and m.get("chunk_count") == len(stored) for m in stored.values())
+    def current(self, content_hash: str, options: str) -> bool:
+        """Whether the stored chunks are exactly those of these bytes and options."""
+        return (not self.mixed and self.content_hash == content_hash
+                and self.options == options and self.chunk_count == self.stored)
 
 
-def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Mapping[str, Any]],
-              content_hash: str, options: str) -> _FilePlan:
-    """Split a file's new chunks against what is stored for it."""
-    embed, refresh, seen = [], [], set()
-    for index, chunk in enumerate(chunks):
-        if chunk.id in seen:  # ids hash source and span: a repeat is a chunker bug; keep one
-            log.warning("%s: duplicate chunk id %s", source, chunk.id)
-            continue
-        seen.add(chunk.id)
-        meta = chunk_metadata(chunk, index=index, count=len(chunks),
-                              content_hash=content_hash, options=options)
-        old = stored.get(chunk.id)
-        if old is None:
-            embed.append((chunk, meta))
-            continue
-        # Chroma merges metadata on upsert and update: drop keys the new record lacks.
-        full = {**{k: None for k in old if k not in meta}, **meta}
-        if old.get("context", "") != chunk.context:  # same text, new embed text
-            embed.append((chunk, full))
-        elif dict(old) != meta:
-            refresh.append((chunk.id, full))
-    stale = [i for i in stored if i not in seen]
-    return _FilePlan(source, embed, refresh, stale)
-
-
-def options_fingerprint(chunker: Any, fmt: str | None, embedder_identity: str) -> str:
-    """What, besides the bytes, decides a file's stored chunks."""
-    raw = f"{SCHEMA}|{chunker.fingerprint}|{fmt or ''}|{embedder_identity}"
-    return hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-# -- ingest ---------------------------------------------------------------------------------
-class _Run:
-    """State of one ingest run: plans wait here until enough chunks are queued to embed in
-    well-filled batches, then are written file by file in plan order."""
-
-    def __init__(self, store: _Store, embedder: Any, report: IngestReport, files_total: int,
-                 progress: Callable[[IngestProgress], None] | None) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.report = report
-        self.files_total = files_total
-        self.progress = progress
-        self.pending: list[_FilePlan] = []
-        self.queued = 0
-        self.timers = {"read": 0.0, "parse_chunk": 0.0, "embed": 0.0, "write": 0.0}
-
-    def tell(self, source: str = "") -> None:
-        if self.progress is not None:
-            r = self.report
-            self.progress(IngestProgress(r.files, self.files_total, r.written,
-                                         self.timers["embed"], source))
-
-    def add(self, plan: _FilePlan) -> None:
-        self.pending.append(plan)
-        self.queued += len(plan.embed)
-        if self.queued >= EMBED_SLICE:
-            self.flush()
-
-    def flush(self) -> None:
-        """Embed and upsert every queued chunk, then refresh and delete per file. A file's
-        deletions always follow its upserts, which keeps killed runs recoverable."""
-        todo = [(c, m) for plan in self.pending for c, m in plan.embed]
-        for lo in range(0, len(todo), EMBED_SLICE):
-            part = todo[lo:lo + EMBED_SLICE]
-            t0 = time.perf_counter()
-            texts = [c.embed_text for c, _ in part]
-            vectors = self.embedder.embed(texts)
-            if self.embedder.overflowing is not None:
-                self.report.truncated += self.embedder.overflowing(texts)
-            t1 = time.perf_counter()
-            self.store.upsert([c.id for c, _ in part], [c.text for c, _ in part],
-                              _as_rows(vectors), [m for _, m in part])
-            self.timers["embed"] += t1 - t0
-            self.timers["write"] += time.perf_counter() - t1
-            self.report.written += len(part)
-            self.tell()
-        t0 = time.perf_counter()
-        for plan in self.pending:
-            if plan.refresh:
-                self.store.update([i for i, _ in plan.refresh], [m for _, m in plan.refresh])
-                self.report.updated += len(plan.refresh)
-            if plan.stale:
-                self.store.delete(plan.stale)
-                self.report.deleted += len(plan.stale)
-        self.timers["write"] += time.perf_counter() - t0
-        self.pending, self.queued = [], 0
-
-
-def _as_rows(vectors: Any) -> Any:
+def as_rows(vectors: Any) -> Any:
+    """Vectors as a float32 matrix Chroma takes (a list of lists when they are ragged)."""
     try:
         import numpy as np
 
@@ -486,127 +451,12 @@ def _as_rows(vectors: Any) -> Any:
         return [list(v) for v in vectors]
 
 
-def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
-           db_path: str | os.PathLike | None = None, host: str | None = None,
-           port: int | None = None, collection: str = DEFAULT_COLLECTION,
-           max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
-           format: str | None = None, chunker: Any = None, embedder: Any = None,
-           prune: bool = False, progress: Callable[[IngestProgress], None] | None = None,
-           retry_delays: Sequence[float] = RETRY_DELAYS) -> IngestReport:
-    """Chunk, embed and write files (folders are walked) into a Chroma collection.
-
-    Unchanged files are skipped; changed files replace their chunks; with `prune`, sources
-    under the given paths whose files are gone are deleted. A file that cannot be read or
-    parsed is recorded in `report.failed` and the rest is ingested. `embedder` is anything
-    `chunkwise.embeddings.resolve_embedder` accepts (default: all-MiniLM-L6-v2).
-
-    Raises `StoreError` when the store is unreachable after retries or refuses a write,
-    `ConfigError` for invalid options.
-    """
-    from .api import Chunker
-    from .embeddings import resolve_embedder
-
-    t_start = time.perf_counter()
-    chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
-    emb = resolve_embedder(embedder)
-    roots = [Path(p) for p in paths]
-    if not roots:
-        raise ConfigError("no paths to ingest")
-    store = _Store(connect(client=client, db_path=db_path, host=host, port=port,
-                           retry_delays=retry_delays), collection, emb, create=True,
-                   retry_delays=retry_delays)
-    options = options_fingerprint(chunker, format, emb.identity)
-    report = IngestReport(window=emb.window)
-    files, missing = _collect(roots, prune)
-    report.failed.extend((source_name(p), "no such file or directory") for p in missing)
-    run = _Run(store, emb, report, len(files), progress)
-    for path in files:
-        report.files += 1
-        _ingest_file(run, chunker, path, format, options)
-        run.tell(source_name(path))
-    run.flush()
-    if prune:
-        _prune(store, roots, {source_name(p) for p in files}, report)
-    report.seconds = {**run.timers, "total": time.perf_counter() - t_start}
-    return report
-
-
-def _collect(roots: list[Path], prune: bool) -> tuple[list[Path], list[Path]]:
-    """Files to ingest (deduplicated, in walk order) and paths that do not exist. With prune, a
-    missing path is just a root whose files are gone, not a failure."""
-    from .api import iter_files
-
-    present = [r for r in roots if r.exists()]
-    missing = [] if prune else [r for r in roots if not r.exists()]
-    seen: dict[str, Path] = {}
-    for path in iter_files(present):
-        seen.setdefault(source_name(path), path)
-    return list(seen.values()), missing
-
-
-def _ingest_file(run: _Run, chunker: Any, path: Path, fmt: str | None, options: str) -> None:
-    report, source = run.report, source_name(path)
-    t0 = time.perf_counter()
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        report.failed.append((source, f"cannot read: {e.strerror or e}"))
-        return
-    digest = content_hash(data)
-    run.timers["read"] += time.perf_counter() - t0
-    t0 = time.perf_counter()
-    stored = run.store.chunks_of(source)
-    run.timers["write"] += time.perf_counter() - t0
-    if is_current(stored, digest, options):
-        report.skipped += 1
-        report.chunks += len(stored)
-        return
-    t0 = time.perf_counter()
-    try:
-        chunks = chunker.chunk_bytes(data, source=source, format=fmt)
-    except ChunkwiseError as e:  # one bad file never stops the corpus; old chunks stay
-        report.failed.append((source, _reason(e, source)))
-        return
-    finally:
-        run.timers["parse_chunk"] += time.perf_counter() - t0
-    plan = plan_file(source, chunks, stored, digest, options)
-    report.chunks += len(chunks)
-    if plan.embed or plan.refresh or plan.stale:
-        report.changed += 1
-        run.add(plan)
-    else:
-        report.skipped += 1
-
-
-def _reason(e: BaseException, source: str) -> str:
-    reason = getattr(e, "reason", None) or str(e)
-    prefix = f"{source}: "
-    reason = reason[len(prefix):] if reason.startswith(prefix) else reason
-    return " ".join(reason.split())
-
-
-def _under(source: str, roots: list[Path]) -> bool:
-    parts = PurePath(source).parts
-    return any(parts[:len(r.parts)] == r.parts for r in roots)
-
-
-def _prune(store: _Store, roots: list[Path], present: set[str], report: IngestReport) -> None:
-    t0 = time.perf_counter()
-    for source, ids in sorted(store.sources().items()):
-        if source in present or not _under(source, roots):
-            continue
-        store.delete(ids)
-        report.pruned_files += 1
-        report.pruned_chunks += len(ids)
-        log.info("pruned %s (%d chunks)", source, len(ids))
-    report.seconds["prune"] = time.perf_counter() - t0
-
-
 # -- query ----------------------------------------------------------------------------------
 def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, client: Any = None,
           db_path: str | os.PathLike | None = None, host: str | None = None,
           port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
-          retry_delays: Sequence[float] = RETRY_DELAYS) -> list[Hit]:
+          retry_delays: Sequence[float] = RETRY_DELAYS,
+          timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
     """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
     clause on metadata (e.g. `{"format": "pdf"}`). The query is embedded with the embedder the
     collection was built with unless `embedder` is given."""
@@ -615,10 +465,10 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"the query must be a non-empty string, got {text!r}")
     c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
-                retry_delays=retry_delays)
+                retry_delays=retry_delays, timeout=timeout)
     col = _open_for_query(c, collection, retry_delays)
     emb = _query_embedder(col, embedder)
-    vector = _as_rows(emb.embed_queries([text]))
+    vector = as_rows(emb.embed_queries([text]))
     try:
         got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
                                              where=dict(where) if where else None,
@@ -635,7 +485,8 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
 def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
                  db_path: str | os.PathLike | None = None, host: str | None = None,
                  port: int | None = None, collection: str = DEFAULT_COLLECTION,
-                 embedder: Any = None, page: int = 1000) -> list[list[Hit]]:
+                 embedder: Any = None, page: int = 1000,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> list[list[Hit]]:
     """The `k` nearest chunks to each of `texts`, found by comparing every stored vector
     (brute force) instead of walking Chroma's HNSW graph: no approximation, so the same
     collection and queries always give the same ranking (ties broken by id). Distances are
@@ -647,10 +498,11 @@ def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
         raise ConfigError(f"k must be a positive integer, got {k!r}")
     if not texts:
         return []
-    c = connect(client=client, db_path=db_path, host=host, port=port, create=False)
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
     col = _open_for_query(c, collection, RETRY_DELAYS)
     emb = _query_embedder(col, embedder)
-    queries = np.asarray(_as_rows(emb.embed_queries(list(texts))), dtype=np.float32)
+    queries = np.asarray(as_rows(emb.embed_queries(list(texts))), dtype=np.float32)
     ids: list[str] = []
     docs: list[str | None] = []
     metas: list[Any] = []
@@ -738,10 +590,11 @@ def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float)
 
 def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = None,
                     host: str | None = None, port: int | None = None,
-                    collection: str = DEFAULT_COLLECTION,
-                    page: int = 1000) -> Iterator[tuple[str, str, dict[str, Any]]]:
+                    collection: str = DEFAULT_COLLECTION, page: int = 1000,
+                    timeout: float | None = DEFAULT_TIMEOUT) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(id, document, metadata) of every record, paged; for exports and tests."""
-    c = connect(client=client, db_path=db_path, host=host, port=port, create=False)
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
     col = _open_for_query(c, collection, RETRY_DELAYS)
     for got in _pages(lambda offset: col.get(include=["documents", "metadatas"], limit=page,
                                              offset=offset), page):

@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from .errors import ChunkwiseError, ConfigError
+from .textio import display_name
 
 EXAMPLES = {
     "chunk": "chunkwise chunk docs/ --jsonl --max-tokens 512 --tokenizer cl100k_base",
@@ -75,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per chunk (the contract)")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="name documents relative to DIR (default: the folder given)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="read symlinks that point outside the root (default: skipped)")
     _chunk_options(p)
     p.set_defaults(func=cmd_chunk)
 
@@ -113,17 +118,25 @@ def _write(line: str) -> None:
 
 
 def cmd_chunk(args: argparse.Namespace) -> int:
-    from .api import Chunker, iter_files
+    from .api import Chunker
+    from .discover import ReadError, discover, read_bounded, resolve_root
 
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
                       overlap=args.overlap, strategy=args.strategy)
-    failed = 0
-    for path in iter_files(args.paths):
+    found = discover(args.paths, root=resolve_root(args.root) if args.root else None,
+                     follow_symlinks=args.follow_symlinks)
+    for name, reason in found.skipped:
+        print(f"{display_name(name)}: skipped: {reason}", file=sys.stderr)
+    for name in found.missing:
+        print(f"{display_name(name)}: no such file or directory", file=sys.stderr)
+    failed = len(found.missing)
+    for task in found.files:
         try:
-            chunks = chunker.chunk_file(path, format=args.format)
-        except ChunkwiseError as e:
+            chunks = chunker.chunk_bytes(read_bounded(task.path), source=task.source,
+                                         format=args.format)
+        except (ChunkwiseError, ReadError) as e:
             failed += 1
-            print(_one_line(e, path), file=sys.stderr)
+            print(display_name(_one_line(e, task.source)), file=sys.stderr)
             continue
         for c in chunks:
             if args.jsonl:
@@ -131,7 +144,8 @@ def cmd_chunk(args: argparse.Namespace) -> int:
             else:
                 where = " > ".join(c.section_path) or "-"
                 pages = f" p.{c.page_start}-{c.page_end}" if c.page_start else ""
-                _write(f"--- {c.source} [{c.start}:{c.end}] {c.tokens} tokens{pages} | {where}")
+                _write(f"--- {display_name(c.source)} [{c.start}:{c.end}] {c.tokens} tokens"
+                       f"{pages} | {display_name(where)}")
                 _write(c.text)
     return 1 if failed else 0
 
@@ -181,10 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except ConfigError as e:
-        print(f"chunkwise: {_one_line(e)}", file=sys.stderr)
+        print(f"chunkwise: {display_name(_one_line(e))}", file=sys.stderr)
         return 2
     except ChunkwiseError as e:
-        print(_one_line(e), file=sys.stderr)
+        print(display_name(_one_line(e)), file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `chunkwise chunk … | head`
         return 0

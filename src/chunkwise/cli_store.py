@@ -15,6 +15,7 @@ import time
 from typing import Any, TextIO
 
 from .errors import ConfigError
+from .textio import display_name
 
 EXAMPLES = {
     "ingest": "chunkwise ingest docs/ papers/ --db chunkwise-db --collection docs --prune",
@@ -38,6 +39,23 @@ def register(subparsers: Any) -> None:
     _store_options(p)
     p.add_argument("--prune", action="store_true",
                    help="delete the chunks of files under PATH that no longer exist")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="the folder documents are named relative to (default: the folder "
+                        "given, or the one the collection was built from)")
+    p.add_argument("--rebuild", action="store_true",
+                   help="empty the collection first (e.g. one written by an older chunkwise)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes that parse and chunk (default: one per core; 1: in this "
+                        "process)")
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to wait for another process writing the same database "
+                        "(default 10)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="read symlinks that point outside the root (default: skipped)")
+    p.add_argument("--max-file-size", default="512M", metavar="SIZE",
+                   help="skip files larger than this (bytes, or with K/M/G; default 512M)")
+    p.add_argument("--file-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="give up parsing one file after this long (default 600)")
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="minilm (default), chroma-default, a model directory with model.onnx "
                         "and tokenizer.json, or module:attr naming a Chroma embedding function "
@@ -77,16 +95,39 @@ def _store_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--retries", type=int, default=5, metavar="N",
                    help="retries when the server is unreachable, with backoff from 0.5 s "
                         "doubling (default 5)")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="give up a server call that gets no answer after this long "
+                        "(default 60)")
 
 
 def _location(args: argparse.Namespace) -> dict[str, Any]:
+    from .chroma import check_server
+
     if args.db is not None and (args.host is not None or args.port is not None):
         raise ConfigError("use either --db or --host/--port, not both")
     if args.retries < 0:
         raise ConfigError("--retries must be >= 0")
+    if not args.timeout > 0:
+        raise ConfigError("--timeout must be a positive number of seconds")
+    if args.host is not None or args.port is not None:
+        check_server(args.host, args.port)
     return {"db_path": args.db, "host": args.host, "port": args.port,
-            "collection": args.collection,
+            "collection": args.collection, "timeout": args.timeout,
             "retry_delays": tuple(0.5 * 2 ** i for i in range(args.retries))}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `123`, `64K`, `512M`, `2G` (powers of 1024)."""
+    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+    raw = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, "")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ConfigError(f"invalid size {text!r}: use bytes or a number with K, M or G") from None
+    if not value > 0:
+        raise ConfigError(f"invalid size {text!r}: it must be positive")
+    return int(value * units[unit])
 
 
 # -- ingest ---------------------------------------------------------------------------------
@@ -120,21 +161,35 @@ class ProgressLine:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from .api import Chunker
-    from .chroma import ingest
+    from .pipeline import ingest
 
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
                       overlap=args.overlap, strategy=args.strategy)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     bar = ProgressLine(sys.stderr) if show else None
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers must be >= 1")
+    if args.file_timeout <= 0:
+        raise ConfigError("--file-timeout must be a positive number of seconds")
+
+    def waiting(holder: str) -> None:
+        print(f"chunkwise: the database is being written by {holder}; waiting up to "
+              f"{args.wait:g} s", file=sys.stderr)
+
     try:
         report = ingest(args.paths, chunker=chunker, format=args.format,
                         embedder=args.embedder, prune=args.prune, progress=bar,
-                        **_location(args))
+                        root=args.root, workers=args.workers, wait=args.wait,
+                        follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
+                        max_file_size=parse_size(args.max_file_size),
+                        file_timeout=args.file_timeout, on_wait=waiting, **_location(args))
     finally:
         if bar is not None:
             bar.close()
+    for source, reason in report.ignored:
+        print(f"{display_name(source)}: skipped: {reason}", file=sys.stderr)
     for source, reason in report.failed:
-        print(f"{source}: {reason}", file=sys.stderr)
+        print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
     if report.truncated:
         print(f"warning: {report.truncated} of the {report.written} chunks embedded are longer "
               f"than the embedding model's window ({report.window} of its tokens): the rest "
@@ -151,12 +206,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _summary(r: Any) -> str:
     s = r.seconds
     text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
-            f"failed), {r.chunks} chunks: {r.written} embedded, {r.updated} updated, "
-            f"{r.deleted} deleted")
+            f"failed"
+            + (f", {len(r.ignored)} skipped" if r.ignored else "")
+            + f"), {r.chunks} chunks: {r.written} written ({r.embedded} embedded, {r.reused} "
+            f"reused), {r.updated} updated, {r.deleted} deleted")
     if r.pruned_files:
         text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
-    return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s, "
-            f"embed {s.get('embed', 0):.1f}s, store {s.get('write', 0):.1f}s)")
+    return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
+            f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
+            f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "
+            f"{s.get('write', 0):.1f}s)")
 
 
 # -- query ----------------------------------------------------------------------------------
@@ -181,7 +240,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         if h.page_start is not None:
             pages = (f" p.{h.page_start}" if h.page_start == h.page_end
                      else f" p.{h.page_start}-{h.page_end}")
-        print(f"{rank}. {h.source}{pages}  [{h.distance:.3f}]  {where_in}")
+        print(f"{rank}. {display_name(h.source)}{pages}  [{h.distance:.3f}]  "
+              f"{display_name(where_in)}")
         text = h.text if args.full else _clip(h.text, 300)
         print("   " + text.replace("\n", "\n   "))
     if not hits:

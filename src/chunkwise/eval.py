@@ -496,7 +496,7 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              collection: str = "chunkwise", client: Any = None,
              db_path: str | os.PathLike | None = None, host: str | None = None,
              port: int | None = None, embedder: Any = None,
-             retry_delays: Sequence[float] | None = None,
+             retry_delays: Sequence[float] | None = None, timeout: float | None = None,
              cwd: str | os.PathLike | None = None, strategy: str | None = None,
              exact: bool = False, relevance: str = "overlap") -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
@@ -518,6 +518,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     check_relevance(relevance)
     location = {"client": client, "db_path": db_path, "host": host, "port": port,
                 "collection": collection}
+    if timeout is not None:
+        location["timeout"] = timeout
     t0 = time.perf_counter()
     spans: dict[str, list[tuple[int, int]]] = {}
     tokens: list[int] = []
@@ -670,7 +672,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     With `embed_cache` (an SQLite file, see `chunkwise.embeddings.cached_embedder`) a chunk
     text is embedded once across strategies and runs. `relevance`: see `evaluate`."""
     from .api import STRATEGIES, Chunker
-    from .chroma import ingest
+    from .pipeline import ingest
     from .embeddings import cached_embedder, resolve_embedder
 
     ks = parse_ks(ks)

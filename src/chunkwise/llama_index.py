@@ -74,7 +74,8 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from chunkwise.parsers import EXTENSIONS, MODULES, sniff
 
-from .api import Chunker, iter_files, parse_bytes, parse_file
+from .api import Chunker, parse_bytes, parse_file
+from .discover import discover, relative_source, resolve_root
 from .chroma import flatten_metadata
 from .textio import source_name
 from .errors import ConfigError, ParseError
@@ -133,6 +134,10 @@ class ChunkwiseNodeParser(NodeParser):
     raise_on_error: bool = Field(
         default=False,
         description="Raise on a document that cannot be parsed instead of skipping it.")
+    root: str | None = Field(
+        default=None,
+        description="Name documents that carry only a `file_path` by their path relative to "
+                    "this folder (as `chunkwise ingest` does); default: the path itself.")
 
     _chunkers: dict[int, Chunker] = PrivateAttr(default_factory=dict)
 
@@ -236,7 +241,7 @@ class ChunkwiseNodeParser(NodeParser):
         """(parsed document, whether its canonical text is `text`, the document's format)."""
         meta = doc.metadata
         fmt = self.format or _format_of(meta, text)
-        source = _source_of(doc)
+        source = _source_of(doc, self.root)
         data = text.encode("utf-8", "surrogatepass")
         if fmt in _TEXT_FORMATS:
             parsed = parse_bytes(data, source=source, format=fmt)
@@ -332,7 +337,7 @@ class _Plan:
         shown = {k for k in inherited if k not in embed_hidden and k not in NODE_KEYS}
         label = inherited.get("page_label")
         page = int(label) if isinstance(label, (int, str)) and str(label).isdigit() else None
-        return cls(doc=doc, source=_source_of(doc), fmt=fmt, parsed_as=parsed_as, exact=exact,
+        return cls(doc=doc, source=_source_of(doc, parser.root), fmt=fmt, parsed_as=parsed_as, exact=exact,
                    inherited=inherited, embed_hidden=embed_hidden,
                    llm_hidden=list(doc.excluded_llm_metadata_keys), shown=shown,
                    # nodes of a node point at its document, as the base class does
@@ -415,11 +420,19 @@ def _format_of(meta: dict[str, Any], text: str) -> str:
     return sniff(text[:8192].encode("utf-8", "surrogatepass"))
 
 
-def _source_of(doc: BaseNode) -> str:
-    for key in ("source", "file_path"):
-        value = doc.metadata.get(key)
-        if isinstance(value, str) and value:
-            return value
+def _source_of(doc: BaseNode, root: str | None = None) -> str:
+    """A document's identity: its `source` (the reader's), else its `file_path` (relative to
+    `root` when given and inside it), else its id."""
+    value = doc.metadata.get("source")
+    if isinstance(value, str) and value:
+        return value
+    value = doc.metadata.get("file_path")
+    if isinstance(value, str) and value:
+        if root is not None:
+            rel = relative_source(Path(os.path.abspath(value)), resolve_root(root))
+            if rel:
+                return rel
+        return value
     return doc.node_id
 
 
@@ -454,7 +467,9 @@ class ChunkwiseReader(BasePydanticReader):
 
     Folders are walked recursively (sorted, known extensions, hidden entries skipped). HTML
     becomes its visible main content, PDF its pages joined by blank lines. Each Document has
-    `id_` = the path as given (stable across runs, so a docstore recognises it) and metadata
+    `id_` = its path relative to the root (`root`, default the folder given), the name
+    `chunkwise ingest` gives it: stable across runs and working directories, so a docstore
+    recognises it. Only regular files are read (see `chunkwise.discover`). Metadata:
     `source`, `file_path` (absolute), `file_name`, `format`, and `title` / `page_count` where
     known; all of it is excluded from the embed text (the title is in every chunk's context)
     and all but `file_name` and `title` from the LLM text. `ChunkwiseNodeParser` re-parses the
@@ -468,6 +483,10 @@ class ChunkwiseReader(BasePydanticReader):
     is_remote: bool = False
     format: str | None = Field(default=None,
                                description="Parse every file as this format.")
+    root: str | None = Field(
+        default=None,
+        description="Name documents by their path relative to this folder (default: the "
+                    "folder given, or for several paths the folder holding them all).")
     raise_on_error: bool = Field(default=False,
                                  description="Raise on a bad file instead of skipping it.")
 
@@ -498,15 +517,28 @@ class ChunkwiseReader(BasePydanticReader):
         self._failures = []
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        files = list(paths) if fs is not None else iter_files(paths)
-        for path in files:
-            doc = self._load(path, extra_info or {}, fs)
+        if fs is not None:  # SimpleDirectoryReader's file_extractor: paths as it names them
+            files = [(p, source_name(p)) for p in paths]
+        else:
+            found = discover(list(paths), root=resolve_root(self.root) if self.root else None)
+            for name, reason in found.skipped:
+                log.warning("skipped %s: %s", name, reason)
+            for name in found.missing:
+                self._fail(name, "no such file or directory")
+            files = [(f.path, f.source) for f in found.files]
+        for path, source in files:
+            doc = self._load(path, source, extra_info or {}, fs)
             if doc is not None:
                 yield doc
 
-    def _load(self, path: str | os.PathLike, extra_info: dict[str, Any],
+    def _fail(self, source: str, reason: str) -> None:
+        log.warning("skipped %s: %s", source, reason)
+        self._failures.append((source, reason))
+        if self.raise_on_error:
+            raise ParseError(source, reason)
+
+    def _load(self, path: str | os.PathLike, source: str, extra_info: dict[str, Any],
               fs: Any) -> Document | None:
-        source = source_name(path)
         try:
             if fs is not None:  # SimpleDirectoryReader passes a non-local filesystem
                 parsed = parse_bytes(_read_fs(fs, os.fspath(path)), source=source,

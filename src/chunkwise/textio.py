@@ -194,3 +194,19 @@ class ByteOffsets:
         if self._ascii:
             return byte_offset
         return bisect_right(self._cum, byte_offset) - 1
+
+
+#: characters that must not reach a terminal raw: C0 controls (newline and tab included:
+#: a name is one line), DEL, C1 controls (ESC sequences, OSC), line/paragraph separators
+#: and the bidirectional overrides that reorder what is shown
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def display_name(name: str) -> str:
+    """`name` safe to print on one terminal line: unsafe characters (see `_UNSAFE`) written
+    as `\\xNN` or `\\uNNNN` escapes, so a file name cannot forge an output line or send
+    escape sequences to the terminal. Machine-readable output (JSON) keeps names as they are."""
+    if _UNSAFE.search(name) is None:
+        return name
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                       else f"\\u{ord(m[0]):04x}", name)

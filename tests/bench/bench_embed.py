@@ -8,7 +8,7 @@
    --sample chunks, then short texts (the first sentence-sized 120 characters of each, the
    size of queries and small chunks); median of --runs runs each. The vectors of both are
    compared too.
-2. Ingest: `chunkwise.chroma.ingest` of the corpus into a fresh embedded Chroma, with the
+2. Ingest: `chunkwise.pipeline.ingest` of the corpus into a fresh embedded Chroma, with the
    report's split of wall time into read, parse+chunk, embed and write. Chunking must stay
    under 10% of the total.
 
@@ -87,7 +87,7 @@ def bench_embedding(texts: list[str], runs: int) -> None:
 
 
 def bench_ingest(paths: list[Path]) -> None:
-    from chunkwise.chroma import ingest
+    from chunkwise.pipeline import ingest
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()

@@ -1,0 +1,689 @@
+"""Ingestion: files in, an up-to-date Chroma collection out, in four stages.
+
+    >>> from chunkwise.pipeline import ingest
+    >>> report = ingest(["docs/"], db_path="chunkwise-db", workers=2)
+
+1. **discover** (`chunkwise.discover`): the files under the paths given, each named by its
+   path relative to the root; only regular files, within the size bound.
+2. **prepare** (`prepare`): read the bytes, hash them; a file whose stored chunks carry this
+   hash and these options is *unchanged* and not parsed; otherwise parse and chunk it, under
+   the per-file time limit. Runs inline (`workers=1`) or in a process pool (`workers=N`),
+   results consumed in discovery order so the output never depends on N.
+3. **embed**: the chunks to write are looked up by the sha256 of their embed text, in this
+   run and in the collection; only texts never embedded before go to the embedder, in
+   batches sorted by length across files, on a thread of their own fed through a bounded
+   queue (backpressure: memory stays flat in corpus size).
+4. **write** (`write_file`): for each file, in order, upsert its new chunks, refresh the
+   metadata of kept ones, then delete its stale ones. Any prefix of that sequence leaves a
+   state that stage 2 sees as out of date, so a run killed at any moment is completed by the
+   next one.
+
+The same stage functions are driven by the Ray runner (`chunkwise.ray`). An embedded database
+is written by one process at a time (`chunkwise.locking`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from .chroma import (DEFAULT_COLLECTION, DEFAULT_DB, DEFAULT_TIMEOUT,
+                     RETRY_DELAYS, SCHEMA, SourceState, Store, StoreError, as_rows,
+                     chunk_metadata, connect, embed_hash, persist_directory)
+from .deadlines import DeadlineExceeded, deadline
+from .discover import (DEFAULT_MAX_FILE_SIZE, Discovery, FileTask, ReadError, default_root,
+                       discover, inside, read_bounded, resolve_root)
+from .errors import ChunkwiseError, ConfigError
+from .locking import DEFAULT_WAIT, WriteLock
+from .model import Chunk
+
+log = logging.getLogger(__name__)
+
+#: chunks gathered (in whole files) before they are sorted by length and embedded together
+EMBED_WINDOW = 512
+#: default limit on the parse and chunking of one file, in seconds
+DEFAULT_FILE_TIMEOUT = 600.0
+
+
+# -- results --------------------------------------------------------------------------------
+@dataclass
+class IngestReport:
+    """What an `ingest` run did. Chunk counts are chunks, file counts are files."""
+
+    files: int = 0
+    """Files found under the paths given (and read or skipped as unchanged)."""
+    chunks: int = 0
+    """Chunks those files have now (stored or written)."""
+    skipped: int = 0
+    """Files already up to date: not parsed, nothing written."""
+    changed: int = 0
+    """Files (re)written: new, edited, or chunked with other options."""
+    written: int = 0
+    """Chunks upserted (embedded now or with a reused vector)."""
+    embedded: int = 0
+    """Texts sent to the embedder."""
+    reused: int = 0
+    """Chunks written with a vector reused from the collection or this run (same embed text)."""
+    updated: int = 0
+    """Chunks kept as they were whose metadata was refreshed (no embedding)."""
+    deleted: int = 0
+    """Stale chunks of changed files removed."""
+    pruned_files: int = 0
+    """Sources removed by `prune` because their files are gone."""
+    pruned_chunks: int = 0
+    """Chunks of those sources."""
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """(source, reason) of every file that could not be read or parsed."""
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+    """(name, reason) of entries not read at all: FIFOs, devices, symlinks out of the root,
+    files over the size limit."""
+    truncated: int = 0
+    """Chunks embedded in this run that are longer than the embedding model's window (when
+    the model says, see `Embedder.window`): only their start is in their vector."""
+    window: int | None = None
+    """That window, in the model's tokens."""
+    root: str = ""
+    """The folder every source is relative to."""
+    workers: int = 1
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time per stage: `discover`, `read` and `parse_chunk` (summed over workers),
+    `embed` (the embedder busy), `embed_idle` (the embedder waiting for work), `write`,
+    `prune`, `total`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files, "chunks": self.chunks, "skipped": self.skipped,
+            "changed": self.changed, "written": self.written, "embedded": self.embedded,
+            "reused": self.reused, "updated": self.updated, "deleted": self.deleted,
+            "pruned_files": self.pruned_files, "pruned_chunks": self.pruned_chunks,
+            "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "ignored": [{"source": s, "reason": r} for s, r in self.ignored],
+            "truncated": self.truncated, "window": self.window, "root": self.root,
+            "workers": self.workers,
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
+
+
+@dataclass(frozen=True)
+class IngestProgress:
+    """Passed to the `progress` callback after each file is prepared and each batch written."""
+
+    files_done: int
+    files_total: int
+    chunks_written: int
+    embed_seconds: float
+    source: str = ""
+
+    @property
+    def rate(self) -> float:
+        """Chunks embedded per second of embedding so far."""
+        return self.chunks_written / self.embed_seconds if self.embed_seconds > 0 else 0.0
+
+
+# -- stage 2: prepare -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Prepared:
+    """One file after reading and chunking: the hand-off from stage 2 to stages 3 and 4."""
+
+    source: str
+    status: str
+    """`unchanged`, `chunked` or `failed`."""
+    content_hash: str = ""
+    chunks: tuple[Chunk, ...] = ()
+    reason: str = ""
+    read_seconds: float = 0.0
+    parse_seconds: float = 0.0
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def options_fingerprint(chunker: Any, fmt: str | None, embedder_identity: str) -> str:
+    """What, besides the bytes, decides a file's stored chunks."""
+    raw = f"{SCHEMA}|{chunker.fingerprint}|{fmt or ''}|{embedder_identity}"
+    return hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True)
+class PrepareOptions:
+    """What stage 2 needs besides the file (sent once to each worker)."""
+
+    chunker: Any
+    format: str | None
+    options: str
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT
+
+
+def prepare(task: FileTask, stored: SourceState | None, opts: PrepareOptions) -> Prepared:
+    """Stage 2 for one file. Never raises for a bad file: the reason is in the result."""
+    t0 = time.perf_counter()
+    try:
+        data = read_bounded(task.path, opts.max_file_size)
+    except ReadError as e:
+        return Prepared(task.source, "failed", reason=str(e))
+    except MemoryError:
+        return Prepared(task.source, "failed", reason="cannot read: too large for memory")
+    digest = content_hash(data)
+    t1 = time.perf_counter()
+    if stored is not None and stored.current(digest, opts.options):
+        return Prepared(task.source, "unchanged", digest, read_seconds=t1 - t0)
+    try:
+        with deadline(opts.file_timeout, "parsing and chunking"):
+            chunks = opts.chunker.chunk_bytes(data, source=task.source, format=opts.format)
+    except ChunkwiseError as e:
+        return Prepared(task.source, "failed", digest, reason=_reason(e, task.source),
+                        read_seconds=t1 - t0, parse_seconds=time.perf_counter() - t1)
+    except (MemoryError, RecursionError) as e:
+        return Prepared(task.source, "failed", digest, reason=f"{type(e).__name__} while chunking",
+                        read_seconds=t1 - t0, parse_seconds=time.perf_counter() - t1)
+    return Prepared(task.source, "chunked", digest, tuple(chunks), read_seconds=t1 - t0,
+                    parse_seconds=time.perf_counter() - t1)
+
+
+def _reason(e: BaseException, source: str) -> str:
+    if isinstance(e, DeadlineExceeded):
+        return f"{e} (--file-timeout)"
+    reason = getattr(e, "reason", None) or str(e)
+    prefix = f"{source}: "
+    reason = reason[len(prefix):] if reason.startswith(prefix) else reason
+    return " ".join(reason.split())
+
+
+# -- stage 4: plan and write ----------------------------------------------------------------
+@dataclass
+class FilePlan:
+    """What one changed file needs: chunks to upsert (with their vectors once known),
+    chunks whose metadata only changed, and stale ids to delete (in that order)."""
+
+    source: str
+    embed: list[tuple[Chunk, dict[str, Any]]]
+    refresh: list[tuple[str, dict[str, Any]]]
+    stale: list[str]
+    vectors: list[Any] = field(default_factory=list)
+
+
+def is_current(stored: Mapping[str, Mapping[str, Any]], content_hash: str, options: str) -> bool:
+    """Whether the chunks stored for a file are exactly those of its current bytes and options."""
+    return bool(stored) and all(
+        m.get("content_hash") == content_hash and m.get("options") == options
+        and m.get("chunk_count") == len(stored) for m in stored.values())
+
+
+def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Mapping[str, Any]],
+              content_hash: str, options: str) -> FilePlan:
+    """Split a file's new chunks against what is stored for it."""
+    embed, refresh, seen = [], [], set()
+    for index, chunk in enumerate(chunks):
+        if chunk.id in seen:  # ids hash source and span: a repeat is a chunker bug; keep one
+            log.warning("%s: duplicate chunk id %s", source, chunk.id)
+            continue
+        seen.add(chunk.id)
+        meta = chunk_metadata(chunk, index=index, count=len(chunks),
+                              content_hash=content_hash, options=options)
+        old = stored.get(chunk.id)
+        if old is None:
+            embed.append((chunk, meta))
+            continue
+        # Chroma merges metadata on upsert and update: drop keys the new record lacks.
+        full = {**{k: None for k in old if k not in meta}, **meta}
+        if old.get("embed_hash") != meta["embed_hash"]:  # same text, new embed text
+            embed.append((chunk, full))
+        elif dict(old) != meta:
+            refresh.append((chunk.id, full))
+    stale = [i for i in stored if i not in seen]
+    return FilePlan(source, embed, refresh, stale)
+
+
+def write_file(store: Store, plan: FilePlan) -> None:
+    """Stage 4 for one file whose vectors are known: upserts, then refreshes, then deletes."""
+    if plan.embed:
+        store.upsert([c.id for c, _ in plan.embed], [c.text for c, _ in plan.embed],
+                     as_rows(plan.vectors), [m for _, m in plan.embed])
+    if plan.refresh:
+        store.update([i for i, _ in plan.refresh], [m for _, m in plan.refresh])
+    if plan.stale:
+        store.delete(plan.stale)
+
+
+# -- stage 3: embed -------------------------------------------------------------------------
+class VectorMemo:
+    """Vectors of this run by embed hash, to embed a repeated text once (bounded)."""
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self.vectors: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        return self.vectors.get(key)
+
+    def put(self, key: str, vector: Any) -> None:
+        if len(self.vectors) >= self.limit:
+            self.vectors.pop(next(iter(self.vectors)))
+        self.vectors[key] = vector
+
+
+class EmbedThread:
+    """The embedder on a thread of its own: windows of texts in, vectors out, through
+    bounded queues. Times how long it worked and how long it waited for work."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.inbox: queue.Queue = queue.Queue(maxsize=1)
+        self.outbox: queue.Queue = queue.Queue()
+        self.busy = 0.0
+        self.idle = 0.0
+        self.truncated = 0
+        self.started = False
+        self.thread = threading.Thread(target=self._run, name="chunkwise-embed", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        self.started = True
+        self._since = time.perf_counter()
+
+    def _run(self) -> None:
+        while True:
+            t0 = time.perf_counter()
+            job = self.inbox.get()
+            t1 = time.perf_counter()
+            self.idle += t1 - t0
+            if job is None:
+                return
+            tag, texts = job
+            try:
+                vectors = self.embedder.embed(texts)
+                if self.embedder.overflowing is not None:
+                    self.truncated += self.embedder.overflowing(texts)
+            except BaseException as e:  # handed to the main thread, which raises it
+                self.outbox.put((tag, e))
+                return
+            finally:
+                self.busy += time.perf_counter() - t1
+            self.outbox.put((tag, vectors))
+
+    def submit(self, tag: Any, texts: list[str]) -> None:
+        self.inbox.put((tag, texts))
+
+    def stop(self) -> None:
+        if self.started:
+            self.inbox.put(None)
+            self.thread.join()
+
+
+# -- the local runner -----------------------------------------------------------------------
+@dataclass
+class _Window:
+    """Files waiting for their vectors, written in order once the window is embedded."""
+
+    plans: list[FilePlan] = field(default_factory=list)
+    missing: list[tuple[int, int, str, str]] = field(default_factory=list)
+    """(plan index, chunk index, embed hash, embed text) of the chunks to embed."""
+    order: list[str] = field(default_factory=list)
+    """The embed hashes of the texts sent to the embedder, in the order sent."""
+    chunks: int = 0
+
+
+class _Runner:
+    """Consumes stage-2 results in order, embeds windows on the embed thread while the next
+    window is gathered, and writes each file once its vectors are known."""
+
+    def __init__(self, store: Store, embedder: Any, report: IngestReport,
+                 states: dict[str, SourceState], files_total: int,
+                 progress: Callable[[IngestProgress], None] | None, options: str) -> None:
+        self.store, self.embedder, self.report = store, embedder, report
+        self.states, self.files_total, self.progress = states, files_total, progress
+        self.options = options
+        self.memo = VectorMemo()
+        self.thread = EmbedThread(embedder)
+        self.window = _Window()
+        self.inflight: deque[_Window] = deque()
+        self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
+
+    def tell(self, source: str = "") -> None:
+        if self.progress is not None:
+            r = self.report
+            self.progress(IngestProgress(r.files, self.files_total, r.written,
+                                         self.thread.busy, source))
+
+    def take(self, p: Prepared) -> None:
+        """One stage-2 result, in discovery order."""
+        r = self.report
+        r.files += 1
+        self.timers["read"] += p.read_seconds
+        self.timers["parse_chunk"] += p.parse_seconds
+        if p.status == "failed":
+            r.failed.append((p.source, p.reason))
+        elif p.status == "unchanged":
+            r.skipped += 1
+            r.chunks += self.states[p.source].stored
+        else:
+            self._plan(p)
+        self.tell(p.source)
+
+    def _plan(self, p: Prepared) -> None:
+        t0 = time.perf_counter()
+        stored = self.store.chunks_of(p.source) if p.source in self.states else {}
+        plan = plan_file(p.source, p.chunks, stored, p.content_hash, self.options)
+        self.report.chunks += len(p.chunks)
+        if not (plan.embed or plan.refresh or plan.stale):
+            self.report.skipped += 1
+            self.timers["plan"] += time.perf_counter() - t0
+            return
+        self.report.changed += 1
+        w = self.window
+        index = len(w.plans)
+        w.plans.append(plan)
+        plan.vectors = [None] * len(plan.embed)
+        for j, (chunk, meta) in enumerate(plan.embed):
+            w.missing.append((index, j, meta["embed_hash"], chunk.embed_text))
+        w.chunks += len(plan.embed)
+        self.timers["plan"] += time.perf_counter() - t0
+        if w.chunks >= EMBED_WINDOW:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the gathered window to the embedder (after reusing what is known) and write
+        every window whose vectors have come back."""
+        w, self.window = self.window, _Window()
+        if w.plans:
+            t0 = time.perf_counter()
+            texts = self._reuse(w)
+            self.timers["plan"] += time.perf_counter() - t0
+            if not self.thread.started:
+                self.thread.start()
+            self.inflight.append(w)
+            self.thread.submit(w, texts)
+        while self.inflight and (len(self.inflight) > 1 or not self.thread.outbox.empty()):
+            self._write_next()
+
+    def _reuse(self, w: _Window) -> list[str]:
+        """Fill in the vectors known by embed hash; the texts left to embed, sorted by
+        length so that batches pad little (the window keeps the permutation)."""
+        known = self.store.vectors_by_hash([h for _, _, h, _ in w.missing
+                                            if self.memo.get(h) is None])
+        todo = []
+        for i, j, h, text in w.missing:
+            v = self.memo.get(h)
+            v = v if v is not None else known.get(h)
+            if v is not None:
+                w.plans[i].vectors[j] = v
+                self.report.reused += 1
+            else:
+                todo.append((i, j, h, text))
+        todo.sort(key=lambda t: len(t[3]))
+        unique: dict[str, int] = {}
+        for _, _, h, text in todo:
+            unique.setdefault(h, len(unique))
+        w.missing = todo
+        w.order = list(unique)
+        texts_by_hash = {h: text for _, _, h, text in todo}
+        self.report.embedded += len(unique)
+        return [texts_by_hash[h] for h in unique]
+
+    def _write_next(self) -> None:
+        w = self.inflight.popleft()
+        tag, vectors = self.thread.outbox.get()
+        assert tag is w
+        if isinstance(vectors, BaseException):
+            raise vectors
+        by_hash = dict(zip(w.order, vectors))
+        for h, v in by_hash.items():
+            self.memo.put(h, v)
+        for i, j, h, _ in w.missing:
+            w.plans[i].vectors[j] = by_hash[h]
+        t0 = time.perf_counter()
+        for plan in w.plans:
+            write_file(self.store, plan)
+            self.report.written += len(plan.embed)
+            self.report.updated += len(plan.refresh)
+            self.report.deleted += len(plan.stale)
+        self.timers["write"] += time.perf_counter() - t0
+        self.tell()
+
+    def finish(self) -> None:
+        self.flush()
+        try:
+            while self.inflight:
+                self._write_next()
+        finally:
+            self.thread.stop()
+        self.report.truncated += self.thread.truncated
+
+
+def _prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
+                       opts: PrepareOptions, workers: int) -> Iterator[Prepared]:
+    """Stage 2 over `tasks`, results in task order: inline, or in a pool of `workers`
+    processes with at most a few files per worker in flight (backpressure)."""
+    if workers > 1 and len(tasks) > 1 and not _picklable(opts):
+        log.warning("these chunking options cannot be sent to worker processes; "
+                    "parsing in this process")
+        workers = 1
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield prepare(task, states.get(task.source), opts)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process holding Chroma's threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(opts,)) as pool:
+        pending: deque = deque()
+        it = iter(tasks)
+        ahead = workers * 4
+        for task in it:
+            pending.append(pool.submit(_worker_prepare, task, states.get(task.source)))
+            if len(pending) >= ahead:
+                break
+        while pending:
+            yield pending.popleft().result()
+            task = next(it, None)
+            if task is not None:
+                pending.append(pool.submit(_worker_prepare, task, states.get(task.source)))
+
+
+def _picklable(obj: Any) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:  # noqa: BLE001 - any object may refuse in its own way
+        return False
+
+
+_worker_opts: PrepareOptions | None = None
+
+
+def _worker_init(opts: PrepareOptions) -> None:
+    global _worker_opts
+    _worker_opts = opts
+
+
+def _worker_prepare(task: FileTask, stored: SourceState | None) -> Prepared:
+    assert _worker_opts is not None
+    return prepare(task, stored, _worker_opts)
+
+
+# -- roots ----------------------------------------------------------------------------------
+def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | None,
+                recorded: str | None, collection: str) -> Path:
+    """The root of this run: `root` if given; else the collection's own root when every path
+    lies inside it; else the folder given (see `discover.default_root`). A collection keeps
+    the root it was first written from: another one is refused, since its sources would name
+    the same files differently."""
+    if root is not None:
+        chosen = resolve_root(root)
+    else:
+        chosen = default_root(paths)
+        if recorded is not None:
+            rec = Path(recorded)
+            if all(inside(Path(os.path.abspath(os.fspath(p))).resolve(), rec) for p in paths):
+                chosen = rec
+    if recorded is not None and Path(recorded) != chosen:
+        raise StoreError(
+            f"collection {collection!r} holds documents named relative to {recorded}, not "
+            f"{chosen}: ingest paths inside {recorded} (or --root {recorded}), or use another "
+            "--collection")
+    return chosen
+
+
+# -- the API --------------------------------------------------------------------------------
+def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
+           db_path: str | os.PathLike | None = None, host: str | None = None,
+           port: int | None = None, collection: str = DEFAULT_COLLECTION,
+           max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
+           format: str | None = None, chunker: Any = None, embedder: Any = None,
+           prune: bool = False, root: str | os.PathLike | None = None,
+           workers: int | None = None, follow_symlinks: bool = False,
+           max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+           file_timeout: float | None = DEFAULT_FILE_TIMEOUT, wait: float = DEFAULT_WAIT,
+           timeout: float | None = DEFAULT_TIMEOUT, rebuild: bool = False,
+           progress: Callable[[IngestProgress], None] | None = None,
+           on_wait: Callable[[str], None] | None = None,
+           retry_delays: Sequence[float] = RETRY_DELAYS) -> IngestReport:
+    """Chunk, embed and write files (folders are walked) into a Chroma collection.
+
+    Documents are named by their path relative to `root` (default: the folder given, or the
+    collection's recorded root). Unchanged files are skipped; changed files replace their
+    chunks, reusing the vectors of texts already embedded; with `prune`, documents under the
+    given paths whose files are gone are deleted. A file that cannot be read or parsed is
+    recorded in `report.failed` and the rest is ingested. `workers` processes parse and
+    chunk (default: one per core). An embedded database is locked for the run; another
+    writer is waited for up to `wait` seconds. `rebuild` empties the collection first.
+
+    Raises `StoreError` when the store is unreachable after retries, refuses a write, or
+    was built from another root; `LockedError` when another process keeps writing;
+    `ConfigError` for invalid options.
+    """
+    from .api import Chunker
+    from .embeddings import resolve_embedder
+
+    t_start = time.perf_counter()
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ConfigError("no paths to ingest")
+    workers = _check_workers(workers)
+    if max_file_size < 1:
+        raise ConfigError(f"max_file_size must be a positive number of bytes, got {max_file_size!r}")
+    if file_timeout is not None and not file_timeout > 0:
+        raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
+    chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
+    emb = resolve_embedder(embedder)
+    c = connect(client=client, db_path=db_path, host=host, port=port,
+                retry_delays=retry_delays, timeout=timeout)
+    folder = persist_directory(c) if client is not None else (
+        None if host is not None or port is not None else Path(db_path or DEFAULT_DB))
+    lock = WriteLock(folder, wait=wait, on_wait=on_wait) if folder is not None else None
+    if lock is not None:
+        lock.__enter__()
+    try:
+        return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
+                              follow_symlinks, max_file_size, file_timeout, rebuild, progress,
+                              retry_delays, t_start)
+    finally:
+        if lock is not None:
+            lock.__exit__(None, None, None)
+
+
+def _check_workers(workers: int | None) -> int:
+    if workers is None:
+        return max(1, os.cpu_count() or 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    return workers
+
+
+def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb: Any,
+                   fmt: str | None, prune: bool, root: Any, workers: int,
+                   follow_symlinks: bool, max_file_size: int, file_timeout: float | None,
+                   rebuild: bool, progress: Any, retry_delays: Sequence[float],
+                   t_start: float) -> IngestReport:
+    if rebuild:
+        _drop(c, collection, retry_delays)
+    store = Store(c, collection, emb, create=True, retry_delays=retry_delays)
+    recorded = store.root
+    if recorded is None and store.count() > 0:
+        raise StoreError(
+            f"collection {collection!r} was written by an earlier chunkwise, which named "
+            "documents by the path as typed (so one folder could be stored several times); "
+            "rebuild it once with --rebuild (API: rebuild=True), or use another --collection")
+    the_root = choose_root(paths, root, recorded, collection)
+    t0 = time.perf_counter()
+    found = discover(paths, root=the_root, follow_symlinks=follow_symlinks,
+                     max_file_size=max_file_size)
+    if recorded is None:
+        store.set_root(str(the_root))
+    report = IngestReport(window=emb.window, root=str(the_root), workers=workers)
+    report.ignored.extend(found.skipped)
+    if found.missing and not prune:
+        report.failed.extend((m, "no such file or directory") for m in found.missing)
+    states = store.summary()
+    t_discover = time.perf_counter() - t0
+    opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
+                          max_file_size, file_timeout)
+    runner = _Runner(store, emb, report, states, len(found.files), progress, opts.options)
+    try:
+        for prepared in _prepared_in_order(found.files, states, opts, workers):
+            runner.take(prepared)
+        runner.finish()
+    finally:
+        runner.thread.stop()
+    if prune:
+        _prune(store, found, states, report)
+    t = runner.timers
+    report.seconds = {"discover": t_discover, "read": t["read"], "parse_chunk": t["parse_chunk"],
+                      "plan": t["plan"], "embed": runner.thread.busy,
+                      "embed_idle": runner.thread.idle, "write": t["write"],
+                      **report.seconds, "total": time.perf_counter() - t_start}
+    return report
+
+
+def _drop(c: Any, name: str, delays: Sequence[float]) -> None:
+    from chromadb.errors import NotFoundError
+
+    from .chroma import with_retries
+
+    try:
+        with_retries(lambda: c.delete_collection(name), f"delete collection {name!r}", delays)
+    except NotFoundError:
+        pass
+    except ValueError as e:  # older Chroma: "does not exist"
+        if "does not exist" not in str(e):
+            raise
+
+
+def _prune(store: Store, found: Discovery, states: dict[str, SourceState],
+           report: IngestReport) -> None:
+    """Delete the documents under the paths given whose files are really gone: not found,
+    skipped or failed in this run, and not on disk under the root."""
+    t0 = time.perf_counter()
+    present = {f.source for f in found.files} | {s for s, _ in found.skipped} | \
+        {s for s, _ in report.failed}
+    gone = set()
+    for source in states:
+        if source in present or not any(_under(source, scope) for scope in found.scopes):
+            continue
+        if os.path.lexists(found.root / source):
+            continue
+        gone.add(source)
+    for source, ids in sorted(store.ids_of_sources(gone).items()):
+        store.delete(ids)
+        report.pruned_files += 1
+        report.pruned_chunks += len(ids)
+        log.info("pruned %s (%d chunks)", source, len(ids))
+    report.seconds["prune"] = time.perf_counter() - t0
+
+
+def _under(source: str, scope: str) -> bool:
+    return scope == "" or source == scope or source.startswith(scope.rstrip("/") + "/")
