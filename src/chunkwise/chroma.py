@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -241,15 +242,23 @@ def _http_client(chromadb: Any, host: str, port: int, settings: Any, timeout: fl
     """An `HttpClient` whose every request gives up after `timeout` seconds. Chroma builds its
     httpx session with no timeout at all (a frozen server hangs the caller for ever) and
     offers no setting for it, so the session's timeout is set on the client it made; the
-    first request (the heartbeat inside `HttpClient`) is bounded by a socket default."""
-    import socket
+    requests the constructor itself makes are bounded by running it on a daemon thread."""
+    box: dict[str, Any] = {}
 
-    old = socket.getdefaulttimeout()
-    socket.setdefaulttimeout(timeout)
-    try:
-        c = chromadb.HttpClient(host=host, port=port, settings=settings)
-    finally:
-        socket.setdefaulttimeout(old)
+    def build() -> None:
+        try:
+            box["client"] = chromadb.HttpClient(host=host, port=port, settings=settings)
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+
+    worker = threading.Thread(target=build, name="chunkwise-connect", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer from {host}:{port} within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    c = box["client"]
     session = getattr(getattr(c, "_server", None), "_session", None)
     if session is not None and timeout is not None:
         import httpx
