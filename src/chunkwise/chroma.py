@@ -404,9 +404,13 @@ class Store:
         unique = sorted(set(hashes))
         for lo in range(0, len(unique), 500):
             part = unique[lo:lo + 500]
-            got = self._call(lambda: self.collection.get(
-                where={"embed_hash": {"$in": part}}, include=["metadatas", "embeddings"]),
-                "read stored vectors")
+            try:
+                got = self._call(lambda: self.collection.get(
+                    where={"embed_hash": {"$in": part}}, include=["metadatas", "embeddings"]),
+                    "read stored vectors")
+            except StoreError as e:  # reuse saves time, nothing more: embed these anew
+                log.info("stored vectors not reused: %s", e)
+                continue
             for meta, vector in zip(got["metadatas"], got["embeddings"]):
                 h = (meta or {}).get("embed_hash")
                 if h and vector is not None and len(vector):
@@ -569,6 +573,12 @@ def _query_embedder(col: Any, embedder: Any) -> Any:
         raise StoreError(f"collection {col.name!r} holds vectors of {stored_identity}, "
                          f"not {emb.identity}; query with the embedder it was built with")
     return emb
+
+
+def open_embedder(client: Any, name: str) -> Any:
+    """The embedder a collection was built with (for repairs)."""
+    col = _open_for_query(client, name, RETRY_DELAYS)
+    return _query_embedder(col, None)
 
 
 def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:

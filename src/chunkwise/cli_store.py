@@ -19,6 +19,7 @@ from .textio import display_name
 
 EXAMPLES = {
     "ingest": "chunkwise ingest docs/ papers/ --db chunkwise-db --collection docs --prune",
+    "check": "chunkwise check --db chunkwise-db --repair",
     "query": "chunkwise query \"how do I rotate the API keys?\" --db chunkwise-db -k 5 "
              "--where '{\"format\": \"markdown\"}'",
 }
@@ -65,6 +66,22 @@ def register(subparsers: Any) -> None:
                    help="progress on stderr (default: when stderr is a terminal)")
     _chunk_options(p)
     p.set_defaults(func=cmd_ingest)
+
+    p = subparsers.add_parser(
+        "check", help="check that every stored chunk has its vector (and repair)",
+        description="Read back every record's vector and query the index for all records; "
+                    "report records whose vector is missing (e.g. after two writers at once "
+                    "or a damaged index folder). With --repair, re-embed them from their "
+                    "stored text and rebuild an index that no longer answers. Exit status 0 "
+                    "healthy (or repaired), 1 damaged.",
+        epilog=f"Example:\n  {EXAMPLES['check']}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _store_options(p)
+    p.add_argument("--repair", action="store_true", help="re-embed what is missing")
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="--repair: how long to wait for another writer (default 10)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_check)
 
     p = subparsers.add_parser(
         "query", help="search a Chroma collection",
@@ -212,10 +229,47 @@ def _summary(r: Any) -> str:
             f"reused), {r.updated} updated, {r.deleted} deleted")
     if r.pruned_files:
         text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
+    if r.repaired:
+        text += f"; repaired a damaged index ({r.repaired} records re-embedded)"
     return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
             f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
             f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "
             f"{s.get('write', 0):.1f}s)")
+
+
+# -- check ----------------------------------------------------------------------------------
+def cmd_check(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from .chroma import Store, connect, open_embedder, persist_directory
+    from .health import check, heal
+    from .locking import WriteLock
+
+    loc = _location(args)
+    c = connect(db_path=loc["db_path"], host=loc["host"], port=loc["port"], create=False,
+                retry_delays=loc["retry_delays"], timeout=loc["timeout"])
+    folder = persist_directory(c)
+    guard = WriteLock(folder, wait=args.wait) if args.repair and folder else nullcontext()
+    with guard:
+        store = Store(c, loc["collection"], open_embedder(c, loc["collection"]), create=False,
+                      retry_delays=loc["retry_delays"])
+        health = heal(store, store.embedder) if args.repair else check(store)
+        after = check(store) if args.repair and not health.ok else health
+    out = health.to_dict()
+    if args.repair:
+        out["repaired"] = after.ok
+    if args.json:
+        print(json.dumps(out))
+    else:
+        state = "healthy" if health.ok else (
+            f"{len(health.missing)} of {health.records} records have no readable vector"
+            + (f"; the index does not answer ({health.error})" if health.error else "")
+            + (f"; a query over the index finds {health.searchable}"
+               if health.searchable not in (None, health.records) else ""))
+        print(f"{display_name(loc['collection'])}: {health.records} records, {state}")
+        if args.repair and not health.ok:
+            print("repaired" if after.ok else "still damaged after repair")
+    return 0 if after.ok else 1
 
 
 # -- query ----------------------------------------------------------------------------------

@@ -85,6 +85,9 @@ class IngestReport:
     ignored: list[tuple[str, str]] = field(default_factory=list)
     """(name, reason) of entries not read at all: FIFOs, devices, symlinks out of the root,
     files over the size limit."""
+    repaired: int = 0
+    """Stored records whose vectors were missing from the index at the start, re-embedded
+    (see `chunkwise.health`)."""
     truncated: int = 0
     """Chunks embedded in this run that are longer than the embedding model's window (when
     the model says, see `Embedder.window`): only their start is in their vector."""
@@ -106,7 +109,8 @@ class IngestReport:
             "pruned_files": self.pruned_files, "pruned_chunks": self.pruned_chunks,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "ignored": [{"source": s, "reason": r} for s, r in self.ignored],
-            "truncated": self.truncated, "window": self.window, "root": self.root,
+            "repaired": self.repaired, "truncated": self.truncated, "window": self.window,
+            "root": self.root,
             "workers": self.workers,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
@@ -619,12 +623,14 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
             "documents by the path as typed (so one folder could be stored several times); "
             "rebuild it once with --rebuild (API: rebuild=True), or use another --collection")
     the_root = choose_root(paths, root, recorded, collection)
+    repaired = _heal_if_damaged(store, emb)
     t0 = time.perf_counter()
     found = discover(paths, root=the_root, follow_symlinks=follow_symlinks,
                      max_file_size=max_file_size)
     if recorded is None:
         store.set_root(str(the_root))
-    report = IngestReport(window=emb.window, root=str(the_root), workers=workers)
+    report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
+                          repaired=repaired)
     report.ignored.extend(found.skipped)
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
@@ -647,6 +653,20 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
                       "embed_idle": runner.thread.idle, "write": t["write"],
                       **report.seconds, "total": time.perf_counter() - t_start}
     return report
+
+
+def _heal_if_damaged(store: Store, emb: Any) -> int:
+    """A damaged index (vectors lost, a graph that no longer answers) is repaired before
+    anything is called unchanged; returns the records re-embedded."""
+    from .health import heal, quick_check
+
+    if quick_check(store):
+        return 0
+    found = heal(store, emb)
+    log.warning("collection %r was damaged (%d of %d records without a readable vector%s); "
+                "repaired", store.name, len(found.missing), found.records,
+                f", index: {found.error}" if found.error else "")
+    return max(len(found.missing), 0 if found.ok else 1)
 
 
 def _drop(c: Any, name: str, delays: Sequence[float]) -> None:
