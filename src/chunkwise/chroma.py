@@ -575,10 +575,16 @@ def _query_embedder(col: Any, embedder: Any) -> Any:
     return emb
 
 
-def open_embedder(client: Any, name: str) -> Any:
-    """The embedder a collection was built with (for repairs)."""
+def open_embedder(client: Any, name: str, embedder: Any = None, *, load: bool = True) -> Any:
+    """The embedder a collection was built with (or `embedder`, if it is the same model);
+    with `load=False` only its identity, enough to open the collection for reading."""
     col = _open_for_query(client, name, RETRY_DELAYS)
-    return _query_embedder(col, None)
+    if not load:
+        from .embeddings import Embedder
+
+        identity = (col.metadata or {}).get(_COLLECTION_EMBEDDER) or "unknown"
+        return Embedder(identity=identity, embed=lambda texts: [])
+    return _query_embedder(col, embedder)
 
 
 def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:

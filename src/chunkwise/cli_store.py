@@ -78,6 +78,9 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _store_options(p)
     p.add_argument("--repair", action="store_true", help="re-embed what is missing")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="--repair: the embedder, if the collection cannot name its own "
+                        "(one given as module:attr); it must be the same model")
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="--repair: how long to wait for another writer (default 10)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -251,7 +254,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     folder = persist_directory(c)
     guard = WriteLock(folder, wait=args.wait) if args.repair and folder else nullcontext()
     with guard:
-        store = Store(c, loc["collection"], open_embedder(c, loc["collection"]), create=False,
+        embedder = open_embedder(c, loc["collection"], args.embedder, load=args.repair)
+        store = Store(c, loc["collection"], embedder, create=False,
                       retry_delays=loc["retry_delays"])
         health = heal(store, store.embedder) if args.repair else check(store)
         after = check(store) if args.repair and not health.ok else health
@@ -266,6 +270,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             + (f"; the index does not answer ({health.error})" if health.error else "")
             + (f"; a query over the index finds {health.searchable}"
                if health.searchable not in (None, health.records) else ""))
+        if health.ok and health.searchable not in (None, health.records):
+            state += (f" (a query over the index reaches {health.searchable}: HNSW is "
+                      "approximate)")
         print(f"{display_name(loc['collection'])}: {health.records} records, {state}")
         if args.repair and not health.ok:
             print("repaired" if after.ok else "still damaged after repair")

@@ -24,7 +24,7 @@ import importlib
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import replace, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -435,6 +435,8 @@ def _looks_like_embedder(obj: object) -> bool:
 
 
 def _embedder_from_object(obj: Any, spec: str | None) -> Embedder:
+    if isinstance(obj, Embedder):  # `module:attr` naming one of ours
+        return obj if obj.spec or spec is None else replace(obj, spec=spec)
     if isinstance(obj, MiniLMEmbedder):
         return _minilm_embedder(str(obj.model_dir) if obj.model_dir else None, spec or "minilm")
     if type(obj).__module__ == "chunkwise.llama_index" and type(obj).__name__ == "ChunkwiseEmbedding":

@@ -47,7 +47,7 @@ class Health:
     @property
     def ok(self) -> bool:
         return not self.missing and not self.error and (
-            self.searchable is None or self.searchable == self.records)
+            self.searchable is None or self.searchable >= self.records - slack(self.records))
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "records": self.records, "ok": self.ok,
@@ -99,6 +99,12 @@ def _searchable(store: Store, n: int) -> tuple[int | None, str]:
         return None, f"{type(e).__name__}: {e}"
 
 
+def slack(records: int) -> int:
+    """Records a query over a sound HNSW graph may still miss: the graph is approximate, and
+    a few nodes can be unreachable from its entry point (seen: 3 of 6,442 after a repair)."""
+    return records // 200
+
+
 #: up to this many records, `quick_check` also counts what a query over the index returns
 COUNT_QUERY_LIMIT = 100_000
 
@@ -110,8 +116,10 @@ def quick_check(store: Store, sample: int = SAMPLE) -> bool:
     n = store.count()
     if n == 0:
         return True
-    if n <= COUNT_QUERY_LIMIT and _searchable(store, n)[0] != n:
-        return False
+    if n <= COUNT_QUERY_LIMIT:
+        found = _searchable(store, n)[0]
+        if found is None or found < n - slack(n):
+            return False
     parts = min(8, n)
     size = max(1, sample // parts)
     for k in range(parts):

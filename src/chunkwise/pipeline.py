@@ -195,8 +195,11 @@ def prepare(task: FileTask, stored: SourceState | None, opts: PrepareOptions) ->
 
 
 def _reason(e: BaseException, source: str) -> str:
-    if isinstance(e, DeadlineExceeded):
-        return f"{e} (--file-timeout)"
+    cause: BaseException | None = e
+    while cause is not None:  # a parser may have wrapped the deadline in its own error
+        if isinstance(cause, DeadlineExceeded):
+            return f"{cause} (--file-timeout)"
+        cause = cause.__cause__ or cause.__context__
     reason = getattr(e, "reason", None) or str(e)
     prefix = f"{source}: "
     reason = reason[len(prefix):] if reason.startswith(prefix) else reason

@@ -1,0 +1,347 @@
+"""Ingestion a user can trust: one identity per document whatever the spelling of the path,
+one writer at a time, discovery that reads only regular files under the root, bounded server
+calls, a damaged index found and repaired, names that cannot forge output lines.
+
+Real Chroma (embedded, and `chroma run` where a server is needed) and the real CLI; the
+vectors come from a hash of the text wherever they do not matter (the store logic is what is
+tested), and from the real model in the test that ingests with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from chunkwise.chroma import StoreError, iter_collection
+from chunkwise.discover import discover
+from chunkwise.errors import ConfigError
+from chunkwise.locking import LockedError, WriteLock
+from chunkwise.pipeline import ingest
+
+from conftest import FIXTURES
+from test_chroma import ChromaServer, free_port
+from test_corpus_ingest import HASH
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "chunkwise.cli"]
+HASH_SPEC = ["--embedder", "hashvec:HASH"]
+
+
+@pytest.fixture
+def docs(tmp_path) -> Path:
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    for p in sorted(FIXTURES.iterdir()):
+        if p.suffix in (".md", ".py", ".csv", ".txt", ".html"):
+            shutil.copy(p, (folder / "sub" if p.suffix == ".py" else folder) / p.name)
+    return folder
+
+
+def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The CLI in a fresh process, with `hashvec:HASH` importable as an embedder."""
+    (cwd / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), str(cwd)])
+    env = {**os.environ, "PYTHONPATH": path}
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def records(db: Path) -> dict[str, tuple[str, dict]]:
+    return {i: (d, m) for i, d, m in iter_collection(db_path=db)}
+
+
+# -- identity -------------------------------------------------------------------------------
+def test_one_copy_by_every_spelling_and_prune_from_inside(docs, tmp_path, monkeypatch):
+    db = tmp_path / "db"
+    monkeypatch.chdir(tmp_path)
+    first = ingest(["docs"], db_path=db, embedder=HASH, workers=1)
+    want = records(db)
+    assert first.written == len(want) > 0 and first.root == str(docs.resolve())
+    assert {m["source"] for _, m in want.values()} >= {"sub/fastapi__fastapi__background.py",
+                                                      "fastapi__features.md"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for spelling in (str(docs), "../docs", "../docs/", f"{docs}/sub/.."):
+        again = ingest([spelling], db_path=db, embedder=HASH, workers=1)
+        assert (again.written, again.updated, again.deleted) == (0, 0, 0), spelling
+    monkeypatch.chdir(docs)
+    again = ingest(["."], db_path=db, embedder=HASH, workers=1, prune=True)
+    assert (again.written, again.pruned_files) == (0, 0) and records(db) == want
+    # a single file of the folder is the same document
+    again = ingest(["sub/fastapi__fastapi__background.py"], db_path=db, embedder=HASH)
+    assert again.skipped == 1 and again.written == 0
+    # pruning from inside removes exactly the removed file's chunks
+    gone = {i for i, (_, m) in want.items() if m["source"] == "fastapi__features.md"}
+    (docs / "fastapi__features.md").unlink()
+    pruned = ingest(["."], db_path=db, embedder=HASH, prune=True)
+    assert (pruned.pruned_files, pruned.pruned_chunks) == (1, len(gone))
+    assert set(records(db)) == set(want) - gone
+
+
+def test_another_root_and_an_old_collection_are_refused(docs, tmp_path):
+    db = tmp_path / "db"
+    ingest([docs], db_path=db, embedder=HASH, workers=1)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# A\n\nText.\n")
+    with pytest.raises(StoreError, match="relative to"):
+        ingest([other], db_path=db, embedder=HASH)
+    with pytest.raises(StoreError, match="relative to"):
+        ingest([docs / "sub"], db_path=db, embedder=HASH, root=docs / "sub")
+    ingest([other], db_path=db, embedder=HASH, collection="other")  # its own collection
+    # a collection written before roots were recorded: refused, then rebuilt on request
+    from chunkwise.chroma import connect
+
+    col = connect(db_path=db).get_collection("chunkwise")
+    meta = {k: v for k, v in col.metadata.items() if k != "chunkwise_root"}
+    meta["chunkwise_root"] = None
+    col.modify(metadata=meta)
+    with pytest.raises(StoreError, match="--rebuild"):
+        ingest([docs], db_path=db, embedder=HASH)
+    rebuilt = ingest([docs], db_path=db, embedder=HASH, rebuild=True)
+    assert rebuilt.written == rebuilt.chunks > 0
+
+
+def test_a_root_must_hold_every_path(docs, tmp_path):
+    with pytest.raises(ConfigError, match="outside the root"):
+        discover([tmp_path / "elsewhere.md"], root=docs)
+
+
+# -- one writer at a time -------------------------------------------------------------------
+def test_a_second_writer_waits_then_fails_with_one_line(docs, tmp_path):
+    db = tmp_path / "db"
+    ingest([docs], db_path=db, embedder=HASH, workers=1)
+    with WriteLock(db):
+        t0 = time.monotonic()
+        out = cli("ingest", str(docs), "--db", str(db), "--wait", "1", *HASH_SPEC, cwd=tmp_path)
+        waited = time.monotonic() - t0
+        assert out.returncode == 1 and "Traceback" not in out.stderr
+        assert "being written by another process (pid" in out.stderr.strip().splitlines()[-1]
+        assert waited >= 1
+        # readers take no lock
+        q = cli("query", "background tasks", "--db", str(db), "--json", *HASH_SPEC, cwd=tmp_path)
+        assert q.returncode == 0 and json.loads(q.stdout)
+        with pytest.raises(LockedError):
+            with WriteLock(db, wait=0):
+                pass
+    out = cli("ingest", str(docs), "--db", str(db), "--json", *HASH_SPEC, cwd=tmp_path)
+    assert out.returncode == 0 and json.loads(out.stdout)["written"] == 0
+
+
+def _concurrent_trial(docs: Path, db: Path, cwd: Path, delay: float) -> None:
+    (cwd / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"),
+                                                        str(cwd)])}
+    args = [*CLI, "ingest", str(docs), "--db", str(db), "--wait", "120", *HASH_SPEC]
+    first = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    second = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    for p in (first, second):
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+
+
+def _healthy_and_equal(db: Path, want: dict) -> None:
+    from chunkwise.chroma import Store, connect
+    from chunkwise.health import check
+
+    assert records(db) == want
+    health = check(Store(connect(db_path=db), "chunkwise", HASH, create=False))
+    assert health.ok and not health.missing and health.searchable >= len(want) * 0.995
+
+
+def test_two_concurrent_ingests_give_one_clean_collection(docs, tmp_path):
+    ingest([docs], db_path=tmp_path / "ref", embedder=HASH, workers=1)
+    want = records(tmp_path / "ref")
+    _concurrent_trial(docs, tmp_path / "db", tmp_path, 0.3)
+    _healthy_and_equal(tmp_path / "db", want)
+
+
+@pytest.mark.slow
+def test_ten_concurrent_trials_on_a_corpus_folder(tmp_path):
+    from conftest import CORPUS
+
+    src = CORPUS / "markdown"
+    if not src.is_dir():
+        pytest.skip("shared corpus not present")
+    ingest([src], db_path=tmp_path / "ref", embedder=HASH, workers=1)
+    want = records(tmp_path / "ref")
+    for trial in range(10):
+        db = tmp_path / f"c{trial}"
+        _concurrent_trial(src, db, tmp_path, (0.0, 0.5, 1.5, 3.0, 6.0)[trial % 5])
+        _healthy_and_equal(db, want)
+
+
+# -- discovery ------------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX file system features")
+def test_a_hostile_folder(tmp_path):
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    good = []
+    for n in range(20):
+        p = folder / f"good{n:02}.md"
+        p.write_text(f"# Note {n}\n\nThe lighthouse keeper logs storm number {n} at dawn.\n")
+        good.append(p.name)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("ZQXJ the content of a file outside the folder " * 10)
+    os.mkfifo(folder / "pipe.md")
+    os.symlink("/dev/zero", folder / "zero.txt")
+    os.symlink(secret, folder / "escape.txt")
+    with open(folder / "sparse.txt", "wb") as f:
+        f.truncate(3 * 1024 ** 3)
+    unreadable = folder / "locked.md"
+    unreadable.write_text("# Locked\n\nNo one may read this.\n")
+    unreadable.chmod(0)
+    (folder / "name\nforged: line.md").write_text("# Forged\n\nA newline in a file name.\n")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.monotonic()
+    out = cli("ingest", str(folder), "--db", str(tmp_path / "db"), "--json", *HASH_SPEC,
+              cwd=tmp_path, timeout=120)
+    took = time.monotonic() - t0
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert "Traceback" not in out.stderr and took < 120
+    assert rss_kb < 1024 ** 2 or rss_kb == before  # peak RSS under 1 GB
+    report = json.loads(out.stdout)
+    stored = {m["source"] for _, m in records(tmp_path / "db").values()}
+    assert set(good) <= stored and "name\nforged: line.md" in stored
+    assert "escape.txt" not in stored and not any("ZQXJ" in d for d, _ in
+                                                   records(tmp_path / "db").values())
+    lines = out.stderr.strip().splitlines()
+    ignored = {r["source"]: r["reason"] for r in report["ignored"]}
+    assert "FIFO" in ignored["pipe.md"] and "out of the root" in ignored["zero.txt"]
+    assert "out of the root" in ignored["escape.txt"] and "limit" in ignored["sparse.txt"]
+    assert all(any(line.startswith(f"{name}: skipped: ") for line in lines) for name in ignored)
+    if os.geteuid() != 0:  # root reads anything
+        assert any(line.startswith("locked.md: ") and "denied" in line for line in lines)
+        assert out.returncode == 1
+    # the CLI's `chunk` does not hang on the FIFO either, and a forged name stays one line
+    out = cli("chunk", str(folder), cwd=tmp_path, timeout=120)
+    assert "name\\x0aforged: line.md" in out.stdout and "\nforged: line.md" not in out.stdout
+
+
+def test_symlinks_inside_the_root_and_followed_ones(tmp_path):
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "a.md").write_text("# A\n\nText a.\n")
+    os.symlink(root / "real", root / "alias")  # the same folder again: walked once
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "b.md").write_text("# B\n\nText b.\n")
+    os.symlink(outside, root / "linked")
+    found = discover([root])
+    assert [f.source for f in found.files] == ["real/a.md"]
+    assert [name for name, _ in found.skipped] == ["linked"]
+    followed = discover([root], follow_symlinks=True)
+    assert [f.source for f in followed.files] == ["linked/b.md", "real/a.md"]
+
+
+def test_file_size_and_time_bounds(docs, tmp_path):
+    report = ingest([docs], db_path=tmp_path / "db", embedder=HASH, workers=1,
+                    max_file_size=2000)
+    assert report.ignored and all("limit" in why for _, why in report.ignored)
+    assert all((docs / s).stat().st_size <= 2000 or not (docs / s).exists()
+               for s in {m["source"] for _, m in records(tmp_path / "db").values()})
+    report = ingest([docs], db_path=tmp_path / "db2", embedder=HASH, workers=1,
+                    file_timeout=1e-6)
+    assert report.failed and all("--file-timeout" in why for _, why in report.failed)
+
+
+# -- a server that stops answering ----------------------------------------------------------
+def test_a_frozen_server_is_one_clear_line_within_the_timeout(docs, tmp_path):
+    server = ChromaServer(tmp_path / "srv", free_port())
+    server.start()
+    try:
+        out = cli("ingest", str(docs), "--port", str(server.port), "--host", "127.0.0.1",
+                  *HASH_SPEC, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            for args in (["query", "background tasks"], ["ingest", str(docs), *HASH_SPEC]):
+                t0 = time.monotonic()
+                out = cli(*args, "--host", "127.0.0.1", "--port", str(server.port),
+                          "--timeout", "3", cwd=tmp_path, timeout=120)
+                took = time.monotonic() - t0
+                assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+                assert "did not answer in time" in out.stderr.strip().splitlines()[-1]
+                assert took < 3 + 20  # the limit, plus the start of Python and its imports
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+    finally:
+        server.stop()
+
+
+def test_an_impossible_port_or_host_is_a_bad_option(tmp_path):
+    for args in (["--port", "99999"], ["--port", "0"], ["--host", "http://x/y"]):
+        out = cli("query", "x", *args, cwd=tmp_path, timeout=60)
+        assert out.returncode == 2 and "invalid Chroma server" in out.stderr, args
+
+
+# -- a damaged index ------------------------------------------------------------------------
+def test_a_deleted_index_is_found_checked_and_repaired(docs, tmp_path):
+    # Chroma persists its HNSW index every 1,000 writes and keeps the later ones in its log:
+    # small chunks make enough records for the index folder to hold vectors found nowhere else
+    db = tmp_path / "db"
+    ingest([docs], db_path=db, embedder=HASH, workers=1, max_tokens=32)
+    want = records(db)
+    (segment,) = [p for p in db.iterdir() if p.is_dir()]
+    shutil.rmtree(segment)
+    out = cli("check", "--db", str(db), "--json", cwd=tmp_path)
+    health = json.loads(out.stdout)
+    assert out.returncode == 1 and health["missing"] > 0 and not health["ok"]
+    # (in a fresh process: this one's Chroma client still holds the index in memory)
+    out = cli("ingest", str(docs), "--db", str(db), "--max-tokens", "32", "--json",
+              *HASH_SPEC, cwd=tmp_path)
+    report = json.loads(out.stdout)
+    assert report["repaired"] == health["missing"]  # not "unchanged" over a damaged index
+    assert report["skipped"] == report["files"] and "damaged" in out.stderr
+    out = cli("check", "--db", str(db), cwd=tmp_path)
+    assert out.returncode == 0 and "healthy" in out.stdout
+    assert records(db) == want
+
+
+def test_check_repair_rebuilds_a_truncated_index(docs, tmp_path):
+    db = tmp_path / "db"
+    ingest([docs], db_path=db, embedder=HASH, workers=1, max_tokens=32)
+    want = records(db)
+    (segment,) = [p for p in db.iterdir() if p.is_dir()]
+    for name, size in (("data_level0.bin", 2000), ("link_lists.bin", 100)):
+        if (segment / name).exists():
+            os.truncate(segment / name, min(size, (segment / name).stat().st_size))
+    out = cli("check", "--db", str(db), "--repair", *HASH_SPEC, cwd=tmp_path)
+    assert out.returncode == 0 and "repaired" in out.stdout, out.stdout + out.stderr
+    _healthy_and_equal(db, want)
+
+
+# -- workers and the embed stage ------------------------------------------------------------
+def test_workers_give_the_collection_of_one_process(docs, tmp_path):
+    serial = ingest([docs], db_path=tmp_path / "one", embedder=HASH, workers=1)
+    pooled = ingest([docs], db_path=tmp_path / "two", embedder=HASH, workers=2)
+    assert pooled.workers == 2 and serial.written == pooled.written
+    assert records(tmp_path / "one") == records(tmp_path / "two")
+
+
+def test_a_one_word_edit_embeds_at_most_two_texts(tmp_path):
+    folder = tmp_path / "edit"
+    folder.mkdir()
+    src = FIXTURES / "fastapi__features.md"
+    dst = folder / src.name
+    shutil.copy(src, dst)
+    first = ingest([folder], db_path=tmp_path / "db", workers=1)  # the real model
+    assert first.embedded == first.written > 10
+    text = dst.read_text(encoding="utf-8")
+    i = text.index(" the ", len(text) // 2)
+    dst.write_text(text[:i] + " a " + text[i + 5:], encoding="utf-8")
+    second = ingest([folder], db_path=tmp_path / "db", workers=1)
+    assert second.changed == 1 and second.embedded <= 2
+    assert second.reused == second.written - second.embedded > 0
