@@ -262,6 +262,21 @@ def write_file(store: Store, plan: FilePlan) -> None:
         store.delete(plan.stale)
 
 
+def write_window(store: Store, plans: Sequence[FilePlan]) -> None:
+    """Stage 4 for several files at once: all their upserts in as few calls as the store
+    takes (a call costs far more than a record), then each file's refreshes and deletes.
+    Every file's deletes still follow its upserts."""
+    embed = [(c, m, v) for plan in plans for (c, m), v in zip(plan.embed, plan.vectors)]
+    if embed:
+        store.upsert([c.id for c, _, _ in embed], [c.text for c, _, _ in embed],
+                     as_rows([v for _, _, v in embed]), [m for _, m, _ in embed])
+    for plan in plans:
+        if plan.refresh:
+            store.update([i for i, _ in plan.refresh], [m for _, m in plan.refresh])
+        if plan.stale:
+            store.delete(plan.stale)
+
+
 # -- stage 3: embed -------------------------------------------------------------------------
 class VectorMemo:
     """Vectors of this run by embed hash, to embed a repeated text once (bounded)."""
@@ -322,7 +337,7 @@ class EmbedThread:
         self.inbox.put((tag, texts))
 
     def stop(self) -> None:
-        if self.started:
+        if self.started and self.thread.is_alive():
             self.inbox.put(None)
             self.thread.join()
 
@@ -352,6 +367,7 @@ class _Runner:
         self.options = options
         self.memo = VectorMemo()
         self.thread = EmbedThread(embedder)
+        self.writer = WriteThread(store, report, self.tell)
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
         self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
@@ -448,23 +464,75 @@ class _Runner:
             self.memo.put(h, v)
         for i, j, h, _ in w.missing:
             w.plans[i].vectors[j] = by_hash[h]
-        t0 = time.perf_counter()
-        for plan in w.plans:
-            write_file(self.store, plan)
-            self.report.written += len(plan.embed)
-            self.report.updated += len(plan.refresh)
-            self.report.deleted += len(plan.stale)
-        self.timers["write"] += time.perf_counter() - t0
-        self.tell()
+        self.writer.submit(w.plans)
 
     def finish(self) -> None:
+        """Embed and write what is left; raises what the threads met."""
         self.flush()
-        try:
-            while self.inflight:
-                self._write_next()
-        finally:
-            self.thread.stop()
+        while self.inflight:
+            self._write_next()
+        self.thread.stop()
+        self.writer.stop()
         self.report.truncated += self.thread.truncated
+        self.timers["write"] += self.writer.busy
+
+    def close(self) -> None:
+        """Stop both threads (after an error: whatever they hold is not written)."""
+        self.thread.stop()
+        try:
+            self.writer.stop()
+        except BaseException:  # noqa: BLE001 - the error being raised is the one to report
+            pass
+
+
+class WriteThread:
+    """Stage 4 on a thread of its own, windows written in the order given (Chroma releases
+    the GIL while it writes, so parsing and planning go on meanwhile). An error stops the
+    thread and is raised by the next `submit` or by `stop`."""
+
+    def __init__(self, store: Store, report: IngestReport, tell: Callable[[], None]) -> None:
+        self.store, self.report, self.tell = store, report, tell
+        self.inbox: queue.Queue = queue.Queue(maxsize=2)
+        self.busy = 0.0
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="chunkwise-write", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            plans = self.inbox.get()
+            if plans is None:
+                return
+            if self.error is not None:
+                continue  # drain: the main thread raises it
+            t0 = time.perf_counter()
+            try:
+                write_window(self.store, plans)
+            except BaseException as e:
+                self.error = e
+                continue
+            finally:
+                self.busy += time.perf_counter() - t0
+            for plan in plans:
+                self.report.written += len(plan.embed)
+                self.report.updated += len(plan.refresh)
+                self.report.deleted += len(plan.stale)
+            self.tell()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def submit(self, plans: list[FilePlan]) -> None:
+        self._raise()
+        self.inbox.put(plans)
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.inbox.put(None)
+            self.thread.join()
+        self._raise()
 
 
 def _prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
@@ -647,7 +715,7 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
             runner.take(prepared)
         runner.finish()
     finally:
-        runner.thread.stop()
+        runner.close()
     if prune:
         _prune(store, found, states, report)
     t = runner.timers

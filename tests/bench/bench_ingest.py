@@ -1,0 +1,153 @@
+"""End-to-end ingest throughput: chunks/s and MB/s, the split of time per stage, and how much
+of the run the embedder waited for work, for the serial runner, a process pool and Ray.
+
+Each configuration ingests the same folders into a fresh embedded Chroma (Ray: a fresh
+`chroma run` server on 127.0.0.1) in a fresh process, so that no model, client or cache is
+shared between runs; peak RSS is that process's (children included for the pool).
+
+    python tests/bench/bench_ingest.py [--corpus ../shared/corpus] [--folders markdown html ...]
+        [--configs serial,workers2,ray] [--embedder minilm|hash] [--device cpu|cuda|auto]
+        [--runs 1] [--copies 1] [--json OUT.json]
+
+`--embedder hash` measures the pipeline without the model (a hash of each text; the store
+and the chunker are real). `--copies 3` ingests three copies of the folders (to see whether
+memory grows with the corpus). Figures are medians over `--runs`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HASH_MODULE = '''
+import hashlib
+import numpy as np
+from chunkwise.embeddings import Embedder
+
+
+def _vectors(texts):
+    raw = [np.frombuffer(hashlib.blake2b(t.encode("utf-8", "surrogatepass"),
+                                         digest_size=64).digest(), dtype=np.uint32)[:16]
+           for t in texts]
+    out = np.asarray(raw, dtype=np.float32).reshape(len(texts), 16) + 1.0
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+HASH = Embedder(identity="bench:blake2b-16", embed=_vectors)
+'''
+
+CHILD = r'''
+import json, resource, sys, time
+from chunkwise.pipeline import ingest
+args = json.loads(sys.argv[1])
+t0 = time.perf_counter()
+if args.pop("ray", False):
+    from chunkwise.ray import ingest as ray_ingest
+    report = ray_ingest(**args)
+else:
+    report = ingest(**args)
+out = report.to_dict()
+out["wall"] = time.perf_counter() - t0
+out["rss_mb"] = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+print("RESULT " + json.dumps(out))
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_config(name: str, paths: list[str], work: Path, embedder: str, device: str | None,
+               env: dict[str, str]) -> dict:
+    args: dict = {"paths": paths, "embedder": embedder, "prune": False}
+    if device:
+        args["device"] = device
+    server = None
+    if name == "ray":
+        port = free_port()
+        exe = Path(sys.executable).with_name("chroma")
+        server = subprocess.Popen([str(exe), "run", "--path", str(work / f"srv-{port}"),
+                                   "--host", "127.0.0.1", "--port", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(6)
+        args.update(ray=True, host="127.0.0.1", port=port, num_cpus=2)
+    else:
+        args.update(db_path=str(work / f"db-{name}-{time.monotonic_ns()}"),
+                    workers=1 if name == "serial" else int(name.removeprefix("workers")))
+    try:
+        p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env,
+                           capture_output=True, text=True, timeout=6 * 3600)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+    line = next((x for x in p.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise SystemExit(f"{name} failed:\n{p.stderr[-2000:]}")
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
+    ap.add_argument("--folders", nargs="+", default=["markdown", "html", "pdf", "code", "text"])
+    ap.add_argument("--configs", default="serial,workers2")
+    ap.add_argument("--embedder", default="minilm", choices=("minilm", "hash"))
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--copies", type=int, default=1)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        work = Path(tmp)
+        src = work / "corpus"
+        for c in range(a.copies):
+            for f in a.folders:
+                shutil.copytree(a.corpus / f, src / f"copy{c}" / f)
+        size = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
+        (work / "benchhash.py").write_text(HASH_MODULE)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(work), os.environ.get("PYTHONPATH", "")])}
+        embedder = "benchhash:HASH" if a.embedder == "hash" else "minilm"
+        rows = {}
+        for name in a.configs.split(","):
+            runs = [run_config(name, [str(src)], work, embedder, a.device, env)
+                    for _ in range(a.runs)]
+            wall = statistics.median(r["wall"] for r in runs)
+            r = runs[0]
+            s = r["seconds"]
+            rows[name] = {
+                "chunks": r["chunks"], "files": r["files"], "mb": round(size / 1e6, 2),
+                "wall_s": round(wall, 1), "chunks_per_s": round(r["chunks"] / wall, 1),
+                "mb_per_s": round(size / 1e6 / wall, 3),
+                "embed_busy_share": round(s.get("embed", 0) / s["total"], 3),
+                "embed_idle_s": s.get("embed_idle"), "seconds": s,
+                "peak_rss_mb": round(max(x["rss_mb"] for x in runs)),
+                "embedded": r["embedded"], "reused": r["reused"],
+            }
+            print(f"{name:9} {r['chunks']:6d} chunks {wall:7.1f}s  {rows[name]['chunks_per_s']:7.1f} "
+                  f"chunks/s  {rows[name]['mb_per_s']:.3f} MB/s  embedder busy "
+                  f"{rows[name]['embed_busy_share']:.0%}  peak RSS {rows[name]['peak_rss_mb']} MB",
+                  flush=True)
+        if a.json:
+            a.json.write_text(json.dumps({"folders": a.folders, "copies": a.copies,
+                                          "embedder": a.embedder, "device": a.device,
+                                          "cpus": os.cpu_count(), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
