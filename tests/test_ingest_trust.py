@@ -352,3 +352,27 @@ def test_a_one_word_edit_embeds_at_most_two_texts(tmp_path):
     second = ingest([folder], db_path=tmp_path / "db", workers=1)
     assert second.changed == 1 and second.embedded <= 2
     assert second.reused == second.written - second.embedded > 0
+
+
+def test_two_concurrent_ingests_into_one_server_converge(docs, tmp_path):
+    """A server has no lock: the same files written twice at once give the ids, documents
+    and metadata of one run (deterministic ids, upserts, deletes only of stale ids)."""
+    ingest([docs], db_path=tmp_path / "ref", embedder=HASH, workers=1)
+    want = records(tmp_path / "ref")
+    server = ChromaServer(tmp_path / "srv", free_port())
+    server.start()
+    try:
+        (tmp_path / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "src"), str(ROOT / "tests"), str(tmp_path)])}
+        args = [*CLI, "ingest", str(docs), "--host", "127.0.0.1", "--port", str(server.port),
+                *HASH_SPEC]
+        procs = [subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for p in procs:
+            _, err = p.communicate(timeout=600)
+            assert p.returncode == 0, err
+        got = {i: (d, m) for i, d, m in iter_collection(host="127.0.0.1", port=server.port)}
+        assert got == want
+    finally:
+        server.stop()
