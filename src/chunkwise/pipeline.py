@@ -655,14 +655,21 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
         raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
     chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
     emb = resolve_embedder(embedder)
-    c = connect(client=client, db_path=db_path, host=host, port=port,
-                retry_delays=retry_delays, timeout=timeout)
-    folder = persist_directory(c) if client is not None else (
-        None if host is not None or port is not None else Path(db_path or DEFAULT_DB))
+    server = client is None and (host is not None or port is not None)
+    if client is not None or server:
+        c = connect(client=client, db_path=db_path, host=host, port=port,
+                    retry_delays=retry_delays, timeout=timeout)
+        folder = persist_directory(c) if client is not None else None
+    else:
+        c, folder = None, Path(db_path if db_path is not None else DEFAULT_DB)
     lock = WriteLock(folder, wait=wait, on_wait=on_wait) if folder is not None else None
     if lock is not None:
         lock.__enter__()
     try:
+        if c is None:
+            # Opened under the lock: two processes creating one new database at once race
+            # on its tables ("table collections already exists").
+            c = connect(db_path=folder, retry_delays=retry_delays, timeout=timeout)
         return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
                               follow_symlinks, max_file_size, file_timeout, rebuild, progress,
                               retry_delays, t_start)
