@@ -215,18 +215,17 @@ def _open(data: bytes, source: str) -> Any:
         raise ParseError(source, "not a PDF file (no %PDF header)")
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            try:
-                ok = reader.decrypt("")
-            except DependencyError as e:
-                raise ParseError(source, f"encrypted PDF: {e}") from e
-            if not ok:
-                raise ParseError(source, "encrypted PDF: a password is required")
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ParseError(source, "encrypted PDF: a password is required")
         _ = len(reader.pages)  # forces the page tree, where broken files usually fail
     except ParseError:
         raise
     except MemoryError:
         raise
+    except DependencyError as e:  # AES needs `cryptography`, a dependency (pypdf[crypto]):
+        # only a broken install lacks it; pypdf may raise this before `decrypt`
+        raise ParseError(source, f"encrypted PDF that needs a missing package: {e} "
+                                 "(pip install cryptography)") from e
     except Exception as e:  # pypdf raises many types on damaged files; convert them here
         raise ParseError(source, f"damaged or truncated PDF ({type(e).__name__}: {e})") from e
     return reader

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 import unicodedata
@@ -348,6 +350,48 @@ def test_encrypted_with_empty_user_password_opens(fixture_doc: ParsedDocument) -
     writer.encrypt("", "owner-secret")
     doc = parse(write(writer))
     assert doc.text == fixture_doc.text
+
+
+def _aes_encrypted_fixture() -> bytes:
+    writer = pypdf.PdfWriter(clone_from=FIXTURE)
+    writer.encrypt("", algorithm="AES-256")  # needs `cryptography` too
+    return write(writer)
+
+
+@pytest.mark.parametrize("algorithm", ["AES-128", "AES-256"])
+def test_aes_encrypted_with_empty_password_opens(fixture_doc: ParsedDocument, algorithm) -> None:
+    """AES (what current PDF writers use) needs the `cryptography` package: a dependency,
+    without which such a file failed as 'damaged or truncated'."""
+    writer = pypdf.PdfWriter(clone_from=FIXTURE)
+    writer.encrypt("", algorithm=algorithm)
+    data = write(writer)
+    assert b"/AESV" in data
+    doc = parse(data)
+    assert doc.text == fixture_doc.text and not doc.warnings
+
+
+def test_aes_without_cryptography_says_so(tmp_path) -> None:
+    """In an environment without `cryptography` (pypdf then has no AES), the error names
+    the missing package instead of calling the file damaged."""
+    path = tmp_path / "aes.pdf"
+    path.write_bytes(_aes_encrypted_fixture())
+    code = f"""
+import sys
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("cryptography", "Crypto", "Cryptodome"):
+            raise ImportError(name)
+sys.meta_path.insert(0, Blocked())
+from chunkwise.errors import ParseError
+from chunkwise.parsers import pdf
+try:
+    pdf.parse(open({str(path)!r}, "rb").read(), source="aes.pdf")
+except ParseError as e:
+    print(e.reason)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert "cryptography" in out.stdout and "damaged" not in out.stdout, out
 
 
 def test_blank_page_gives_no_text_and_a_warning() -> None:
