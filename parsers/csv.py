@@ -10,8 +10,17 @@ they fit), so that a very wide header is split between its cells rather than glu
 A header-less file gets a synthesised `column_1,column_2,…` context and
 `("header", "synthesised")` in the document meta.
 
-Rows longer than `_CELL_ROW` characters also list their cells as sections, so the fitter
-splits an oversized row between cells before it falls back to words.
+A row (or header) that does not fit the budget is cut between its fields, never inside a
+field that fits: the document declares `_FieldCuts` as the first cut level of its rows
+(`ParsedDocument.leaf_splitters`), so the fitter finds the fields as it needs them, one
+row at a time. Rows longer than `_CELL_ROW` characters also list their cells as sections
+(kind `cell`, with their column numbers), up to `_MAX_CELLS` cells in a document: a file
+with more (one 20 MB line of two million fields) lists none, as a section per field would
+cost the fitter about 0.6 KB each; its rows are cut between fields all the same.
+
+A header longer than `_MAX_CONTEXT` characters (or a synthesised one that would be) is not
+the table's context: repeated before every chunk it would leave no room for rows, and the
+fitter would drop it anyway (it limits context to half the budget, cut at a line).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from typing import Iterator
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
+from chunkwise.splitting import LINES, SENTENCES, WORDS
 from chunkwise.textio import decode
 
 log = logging.getLogger(__name__)
@@ -39,6 +49,10 @@ _SNIFF = 8192  # characters given to csv.Sniffer (its regexes are not linear: ke
 _SAMPLE = 65536  # characters on which each candidate delimiter's consistency is measured
 _SAMPLE_ROWS = 20
 _CELL_ROW = 2000  # rows longer than this get cell sections
+#: cell sections in one document at most: past it, none (a row is still cut between fields)
+_MAX_CELLS = 200_000
+#: a header longer than this (in characters) is not the table's context
+_MAX_CONTEXT = 65_536
 _NUL_SHARE = 1000  # more than one NUL per this many characters: binary, not a table
 _NONSPACE = re.compile(r"\S")
 _SEP_HINT = re.compile(r"sep=(.)[ \t]*\n")  # Excel's "sep=;" first line
@@ -84,21 +98,34 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
         header, rows = text[head_start:head_end], records[1:]
         columns = len(sample[0])
     else:
-        header = dialect.delimiter.join(f"column_{i}" for i in range(1, columns + 1))
-        rows = records
-    sections = [Section(records[0][0], records[-1][1], LEVEL_TABLE, "table", (name,), header)]
+        header, rows = _synthesised(columns, dialect.delimiter), records
+    context = header if len(header) <= _MAX_CONTEXT else ""
+    sections = [Section(records[0][0], records[-1][1], LEVEL_TABLE, "table", (name,), context)]
+    cells = _CellBudget(text, dialect, name)
     if has_header and rows:  # its own section, so a wide header is split between its cells
         sections.append(Section(head_start, head_end, LEVEL_ROW, "header", (name,)))
-        if head_end - head_start > _CELL_ROW:
-            sections.extend(_cell_sections(text, head_start, head_end, dialect, name))
+        sections.extend(cells.of(head_start, head_end))
     for n, (start, end) in enumerate(rows, 1):
         sections.append(Section(start, end, LEVEL_ROW, "row", (name,), "",
                                 (("row", n), ("row_start", n), ("row_end", n))))
-        if end - start > _CELL_ROW:
-            sections.extend(_cell_sections(text, start, end, dialect, name))
+        sections.extend(cells.of(start, end))
+    if cells.spent:
+        sections = [s for s in sections if s.kind != "cell"]
     meta = (("header", "detected" if has_header else "synthesised"), ("columns", columns))
+    # rows are cut between fields, and so is a header, or a table with no section under
+    # it (a header alone)
+    levels = (_FieldCuts(dialect), LINES, SENTENCES, WORDS)
     return ParsedDocument(source=source, format="csv", text=text, sections=tuple(sections),
-                          title=name, warnings=tuple(warnings), meta=meta)
+                          title=name, warnings=tuple(warnings), meta=meta,
+                          leaf_splitters=tuple((k, levels) for k in ("row", "header", "table")))
+
+
+def _synthesised(columns: int, delimiter: str) -> str:
+    """`column_1,column_2,…` for a header-less table; "" when it would be longer than
+    `_MAX_CONTEXT` (each name takes at least 9 characters), without building it."""
+    if columns * 9 > _MAX_CONTEXT:
+        return ""
+    return delimiter.join(f"column_{i}" for i in range(1, columns + 1))
 
 
 # -- decoding and dialect -----------------------------------------------------------------------
@@ -253,8 +280,9 @@ def _row(text: str, start: int, end: int, dialect: _Dialect) -> list[str]:
         return [text[a:b] for a, b in _cells(text, start, end, dialect)]
 
 
-def _cells(text: str, start: int, end: int, dialect: _Dialect) -> list[tuple[int, int]]:
-    """(start, end) of each field of one record."""
+def _cells(text: str, start: int, end: int, dialect: _Dialect,
+           limit: int | None = None) -> list[tuple[int, int]] | None:
+    """(start, end) of each field of one record; None when there are more than `limit`."""
     field = _compiled(dialect)[0]
     out, pos = [], start
     while True:
@@ -263,18 +291,58 @@ def _cells(text: str, start: int, end: int, dialect: _Dialect) -> list[tuple[int
         pos = m.end()
         if pos >= end or text[pos] != dialect.delimiter:
             return out
+        if limit is not None and len(out) >= limit:
+            return None
         pos += 1
 
 
-def _cell_sections(text: str, start: int, end: int, dialect: _Dialect,
-                   name: str) -> list[Section]:
-    """Cells of a long row, each with the delimiter after it (so pieces start at a cell)."""
-    cells = _cells(text, start, end, dialect)
-    if len(cells) < 2:
-        return []
-    return [Section(a, b + 1 if j < len(cells) else b, LEVEL_CELL, "cell", (name,), "",
-                    (("column_start", j), ("column_end", j)))
-            for j, (a, b) in enumerate(cells, 1)]
+class _CellBudget:
+    """Cell sections of long rows, up to `_MAX_CELLS` in the document: once a row would pass
+    it, `spent` is set and no more are made (the caller drops those made)."""
+
+    def __init__(self, text: str, dialect: _Dialect, name: str) -> None:
+        self.text, self.dialect, self.name = text, dialect, name
+        self.left, self.spent = _MAX_CELLS, False
+
+    def of(self, start: int, end: int) -> list[Section]:
+        """Cells of the row `text[start:end]` if it is long, each with the delimiter after
+        it (so pieces start at a cell)."""
+        if self.spent or end - start <= _CELL_ROW:
+            return []
+        cells = _cells(self.text, start, end, self.dialect, self.left)
+        if cells is None:
+            self.spent = True
+            return []
+        if len(cells) < 2:
+            return []
+        self.left -= len(cells)
+        return [Section(a, b + 1 if j < len(cells) else b, LEVEL_CELL, "cell", (self.name,), "",
+                        (("column_start", j), ("column_end", j)))
+                for j, (a, b) in enumerate(cells, 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldCuts:
+    """A splitter (see `chunkwise.splitting`) of a row's text: after each delimiter or
+    newline that ends a field, as the csv module reads them (a delimiter or newline inside
+    quotes ends nothing). The fitter asks it for the cuts of a row or header that does not
+    fit, so a piece of it starts at a field; `iter` finds them as they are taken (a 20 MB
+    row has millions). The spans it is given start at a record, or at text that the
+    section tree attached before one (a `sep=;` line), which ends at a newline."""
+
+    dialect: _Dialect
+
+    def __call__(self, text: str, a: int, b: int) -> list[int]:
+        return list(self.iter(text, a, b))
+
+    def iter(self, text: str, a: int, b: int) -> Iterator[int]:
+        """The cuts strictly inside `(a, b)`, in order."""
+        match = _compiled(self.dialect)[0].match
+        pos = a
+        while pos < b:
+            pos = match(text, pos, b).end() + 1  # past the delimiter or newline
+            if pos < b:
+                yield pos
 
 
 # -- header -----------------------------------------------------------------------------------
@@ -292,9 +360,11 @@ def _has_header(sample: list[list[str]], text: str, records: list[tuple[int, int
                 return True
         except Exception:  # noqa: BLE001 - a heuristic's failure is a "no", not a crash
             log.debug("csv.Sniffer.has_header failed", exc_info=True)
-    filled = [c.strip() for c in first if c.strip()]
-    return (len(filled) * 2 >= len(first) and len(first) > 0
-            and not any(_DATA_LIKE.fullmatch(c) for c in filled))
+    # (no list of the stripped cells: a one-line file may have millions; the first
+    # data-like one ends the look)
+    if not first or any(_DATA_LIKE.fullmatch(c.strip()) for c in first):
+        return False
+    return sum(1 for c in first if c.strip()) * 2 >= len(first)
 
 
 def _readable(text: str, records: list[tuple[int, int]], dialect: _Dialect) -> bool:

@@ -125,8 +125,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
 
 def _decode(data: bytes, source: str) -> tuple[str, list[str]]:
     """UTF-8 first; when that fails, the charset the page declares, else `textio`'s fallback.
-    A declared latin-1 or ASCII is read as cp1252, as browsers do (WHATWG encoding
-    standard)."""
+    A declared latin-1 or ASCII is read as cp1252, and a declared UTF-16 or UTF-32 as UTF-8
+    (`textio.decode`), as browsers do (WHATWG encoding standard)."""
     charset = declared_encoding(data, "html")
     if charset in ("iso-8859-1", "latin-1", "latin1", "us-ascii", "ascii"):
         charset = "cp1252"

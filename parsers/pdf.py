@@ -28,6 +28,8 @@ page, else the first heading, else the file name. Sections: heading sections nes
 (one runs to the next heading of the same or a higher level, across pages) and paragraphs;
 `page` sections only with `PAGE_SECTIONS` (see there). Damaged files are read by pypdf in
 non-strict mode; what it cannot read is a `ParseError`, a page it cannot extract a warning.
+A page over `MAX_PAGE_CONTENT` bytes of content, or over `PAGE_SECONDS` of extraction, is
+left out with the same warning (see there).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from __future__ import annotations
 import io
 import logging
 import re
+import signal
 import statistics
+import threading
 import unicodedata
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -55,6 +59,20 @@ logger = logging.getLogger(__name__)
 #: PDFs, minilm, 256 tokens) page sections gave 1379 chunks, 464 of them under 200 chars,
 #: against 1220 and 277 without; page_start/page_end are exact either way.
 PAGE_SECTIONS = False
+
+#: A page whose content streams hold more than this many bytes (decoded) is left out, with a
+#: warning naming it, before pypdf extracts it. pypdf's extraction time grows with the
+#: square of a page's text (it appends every fragment to the page's text so far, copying it:
+#: `output += ...` in `_flush_text` and `crlf_space_check`): a 1.2 MB stream of text
+#: operators takes about 1 s, 4.8 MB 9 s, 10.7 MB 53 s. Pages of the corpus hold 0.5 MB at
+#: most; a drawing with more (a map, a plan) loses its few words, with the warning.
+MAX_PAGE_CONTENT = 4 << 20
+#: CPU seconds one page's extraction may take; a page over it is left out with the same
+#: warning (a short content stream can still be slow: a form XObject drawn many times).
+#: CPU time, not wall-clock time, so that a loaded machine drops no more pages than a quiet
+#: one. Enforced only in the main thread on Unix (a signal timer, see `_cpu_deadline`);
+#: elsewhere `MAX_PAGE_CONTENT` alone holds.
+PAGE_SECONDS = 10.0
 
 _LEVEL_HEADING = 100  # minus the heading depth
 _LEVEL_PAGE = 50
@@ -197,18 +215,17 @@ def _open(data: bytes, source: str) -> Any:
         raise ParseError(source, "not a PDF file (no %PDF header)")
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            try:
-                ok = reader.decrypt("")
-            except DependencyError as e:
-                raise ParseError(source, f"encrypted PDF: {e}") from e
-            if not ok:
-                raise ParseError(source, "encrypted PDF: a password is required")
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ParseError(source, "encrypted PDF: a password is required")
         _ = len(reader.pages)  # forces the page tree, where broken files usually fail
     except ParseError:
         raise
     except MemoryError:
         raise
+    except DependencyError as e:  # AES needs `cryptography`, a dependency (pypdf[crypto]):
+        # only a broken install lacks it; pypdf may raise this before `decrypt`
+        raise ParseError(source, f"encrypted PDF that needs a missing package: {e} "
+                                 "(pip install cryptography)") from e
     except Exception as e:  # pypdf raises many types on damaged files; convert them here
         raise ParseError(source, f"damaged or truncated PDF ({type(e).__name__}: {e})") from e
     return reader
@@ -243,9 +260,15 @@ def _extract_pages(reader: Any, source: str,
     failed = []
     for number, page in enumerate(page_objects, 1):
         try:
-            pages.append(_page_lines(page))
+            _check_size(page)
+            with _cpu_deadline(PAGE_SECONDS):
+                pages.append(_page_lines(page))
         except MemoryError:
             raise
+        except _OverBound as e:
+            logger.debug("page %d of %s: %s", number, source, e)
+            failed.append(f"{number} ({e})")
+            pages.append([])
         except Exception as e:  # one broken page should not cost the whole document
             logger.debug("page %d of %s: %s", number, source, e)
             failed.append(f"{number} ({type(e).__name__}: {e})")
@@ -254,6 +277,56 @@ def _extract_pages(reader: Any, source: str,
         warnings.append(f"text of {len(failed)} page(s) could not be extracted: "
                         + "; ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
     return pages, len(failed)
+
+
+class _OverBound(BaseException):
+    """A page over `MAX_PAGE_CONTENT` or `PAGE_SECONDS`. A BaseException, so that pypdf's
+    own `except Exception` around parts of its extraction cannot swallow the deadline."""
+
+
+def _check_size(page: Any) -> None:
+    """Raise `_OverBound` when the page's content streams, decoded, pass `MAX_PAGE_CONTENT`
+    (pypdf keeps each decoded stream, so the extraction does not decode it again)."""
+    contents = page.get("/Contents")
+    if contents is None:
+        return
+    contents = contents.get_object()
+    total = 0
+    for stream in contents if isinstance(contents, list) else [contents]:
+        stream = stream.get_object()
+        if hasattr(stream, "get_data"):
+            total += len(stream.get_data())
+            if total > MAX_PAGE_CONTENT:
+                raise _OverBound(f"content stream over {MAX_PAGE_CONTENT >> 20} MB")
+
+
+@contextmanager
+def _cpu_deadline(seconds: float) -> Iterator[None]:
+    """Raise `_OverBound` in the block once the process has spent `seconds` of CPU time in
+    it: a one-shot virtual timer (`ITIMER_VIRTUAL`, `SIGVTALRM`), armed only in the main
+    thread on Unix and only when no other such timer or handler is set; elsewhere nothing.
+    On the way out, however the block is left, the timer is disarmed and the previous
+    handler restored; a signal that lands after the block has ended raises nothing."""
+    if not (seconds > 0 and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGVTALRM) == signal.SIG_DFL
+            and signal.getitimer(signal.ITIMER_VIRTUAL)[0] == 0):
+        yield
+        return
+    inside = True
+
+    def expire(signum: int, frame: Any) -> None:
+        if inside:
+            raise _OverBound(f"over {seconds:g} s of extraction")
+
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    try:
+        signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+        yield
+    finally:
+        inside = False
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 class _Collector:

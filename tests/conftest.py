@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -40,3 +46,39 @@ def tiktoken_encoded(monkeypatch) -> list[int]:
 
         monkeypatch.setattr(tiktoken.Encoding, method, counting)
     return encoded
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What `run_measured` saw of one command."""
+
+    returncode: int
+    seconds: float
+    peak_rss: int  # bytes
+    stderr: str
+
+
+def run_measured(args: list[str], stdout: Path, *, timeout: float) -> Measured:
+    """Run `args` with stdout to a file; its wall time and peak RSS (from `os.wait4`, so only
+    this child is measured). Killed past `timeout` (returncode -9)."""
+    if not hasattr(os, "wait4"):
+        pytest.skip("os.wait4 (peak RSS of one child) is Unix-only")
+    with open(stdout, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            err = proc.stderr.read().decode("utf-8", "replace")
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+            proc.stderr.close()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    # ru_maxrss is in KiB on Linux, in bytes on macOS
+    rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    return Measured(proc.returncode, time.perf_counter() - start, rss, err)
+
+
+#: the CLI as a command line, run by the interpreter that runs the tests
+CHUNKWISE_CLI = [sys.executable, "-m", "chunkwise.cli"]

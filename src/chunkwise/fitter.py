@@ -232,8 +232,7 @@ class Fitter:
         a, b = self._trim(a, b)
         if a >= b:
             return []
-        levels = PROSE_LEVELS if is_prose(self.doc.format, (n.kind for n in chain)) \
-            else LINED_LEVELS
+        levels = self._levels(chain)
         for floor in (glue, -1) if glue > a else (glue,):
             for lvl in range(level, _CHARS):
                 if b - a > _WINDOW:
@@ -250,6 +249,15 @@ class Fitter:
                              for s, e, c in zip(bounds, bounds[1:], ests)]
                     return self._pack(units, chain, floor)
         return self._split_chars(a, b, chain)
+
+    def _levels(self, chain: tuple[Node, ...]) -> tuple[Splitter, ...]:
+        """The cut levels of the leaf `chain[-1]`: those its parser declares for its kind
+        (`ParsedDocument.leaf_splitters`), else the format's prose or lined levels."""
+        for kind, levels in self.doc.leaf_splitters:
+            if kind == chain[-1].kind:
+                return levels
+        return PROSE_LEVELS if is_prose(self.doc.format, (n.kind for n in chain)) \
+            else LINED_LEVELS
 
     def _pack(self, units: list[_Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
         """Greedy merge of whole consecutive units; oversized units become split tasks.

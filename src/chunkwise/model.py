@@ -82,6 +82,11 @@ class ParsedDocument:
     """Non-fatal problems found while parsing (encoding fallback, no text layer, …)."""
     meta: tuple[tuple[str, Any], ...] = ()
     """Document-level metadata as (key, scalar) pairs, copied into every chunk's metadata."""
+    leaf_splitters: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """(kind, splitters): the cut levels, coarsest first, of the text of a section of that
+    kind that has no child sections, in place of the format's own (`chunkwise.splitting`'s
+    `LINED_LEVELS` or `PROSE_LEVELS`, as many of them). A CSV row is cut between its fields
+    before inside one, without a section per field."""
 
     def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
         """1-based first and last page of the span [start, end), or (None, None)."""

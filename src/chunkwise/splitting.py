@@ -55,11 +55,12 @@ class RegexSplitter:
 
 
 def iter_cuts(split: Splitter, text: str, a: int, b: int) -> Iterator[int]:
-    """`split(text, a, b)` one cut at a time; a `RegexSplitter` finds them as they are
-    taken, so that no list holds the cuts of a long text (a 50 MB line of words has 8
-    million cuts between words: 0.3 GB as a list)."""
-    if isinstance(split, RegexSplitter):
-        return split.iter(text, a, b)
+    """`split(text, a, b)` one cut at a time; a splitter with an `iter` method (such as a
+    `RegexSplitter`) finds them as they are taken, so that no list holds the cuts of a long
+    text (a 50 MB line of words has 8 million cuts between words: 0.3 GB as a list)."""
+    lazy = getattr(split, "iter", None)
+    if lazy is not None:
+        return lazy(text, a, b)
     return iter(split(text, a, b))
 
 

@@ -18,19 +18,34 @@ from .errors import ParseError
 
 # Control characters other than tab, newline, form feed and carriage return.
 _CONTROL = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x20)])
+#: bytes looked at together by the binary check (the first window is also where a NUL alone
+#: means binary)
 _SNIFF = 8192
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: encodings that a declaration read from the bytes as ASCII cannot truly name (see `decode`)
+_WIDE = frozenset({"utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
+_NON_ASCII = bytes(range(0x80, 0x100))
+_REPLACEMENT = "\ufffd"
 
 
 def looks_binary(data: bytes) -> bool:
-    """True when the first bytes are clearly not text (NUL bytes or many control bytes)."""
-    head = data[:_SNIFF]
-    if not head or head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    """True when the bytes are clearly not text: a NUL byte in the first 8 KB, or more than
+    1% control bytes (and more than 8) in any 8 KB of the file. Past the first 8 KB a stray
+    NUL is left to the parser (CSV drops a few with a warning, Python refuses any), while
+    binary data there (an archive or image appended to a log) is found: it has about 10%
+    control bytes. One C-level pass per 8 KB, about as fast as decoding the file. UTF-16
+    with a BOM is text."""
+    if not data or data.startswith(_UTF16_BOMS):
         return False
-    if b"\x00" in head:
+    if b"\x00" in data[:_SNIFF]:
         return True
+    return any(_mostly_control(data[i:i + _SNIFF]) for i in range(0, len(data), _SNIFF))
+
+
+def _mostly_control(window: bytes) -> bool:
     # their count, as the length that deleting them takes off (one C-level pass; a regex
-    # `findall` costs ~40 µs for the 8 KB, on every document)
-    return len(head) - len(head.translate(None, _CONTROL)) > max(8, len(head) // 100)
+    # `findall` costs ~40 µs for 8 KB)
+    return len(window) - len(window.translate(None, _CONTROL)) > max(8, len(window) // 100)
 
 
 def decode(data: bytes, source: str, *, check_binary: bool = True,
@@ -40,15 +55,25 @@ def decode(data: bytes, source: str, *, check_binary: bool = True,
     UTF-8 first (with or without BOM), UTF-16 when it has a BOM. Bytes that are not UTF-8
     are read in the encoding the document declares (`declared`: an HTML meta charset or XML
     declaration, a Python coding cookie; see `declared_encoding`), with a warning only for
-    bytes invalid in it; else cp1252 and finally latin-1 with a warning naming the first
-    invalid byte, so no byte is ever lost silently. Raises `ParseError` for binary data.
+    bytes invalid in it. A declared UTF-16 or UTF-32 is taken for UTF-8, as the HTML
+    standard reads `<meta charset>`: the declaration was found by reading the bytes as
+    ASCII, which UTF-16 and UTF-32 text is not.
+
+    Without a usable declaration: when the valid multi-byte UTF-8 sequences outnumber the
+    invalid bytes, the file is UTF-8 with a few bad bytes (a stray byte, a character cut at
+    the end), and only those are replaced (U+FFFD), with a warning giving their count and
+    the first one's offset. Otherwise it is 8-bit text: in cp1252 or latin-1 text a valid
+    multi-byte sequence is an accident of two or three rare characters ("Ã©"), and a file
+    with none, or with as many invalid bytes as sequences (text pasted from both), is read
+    as cp1252, and failing that latin-1, with a warning naming the first invalid byte, so
+    that no byte is lost. Raises `ParseError` for binary data.
     """
     warnings: list[str] = []
     if check_binary and looks_binary(data):
         raise ParseError(source, "binary data, not a text document")
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    if data.startswith(_UTF16_BOMS):
         try:
             text = data.decode("utf-16")
         except UnicodeDecodeError as e:
@@ -58,26 +83,39 @@ def decode(data: bytes, source: str, *, check_binary: bool = True,
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             redone = _as_declared(data, declared) if declared else None
-            if redone is not None:
-                text, warning = redone
-                warnings += [warning] if warning else []
-            else:
-                try:
-                    text = data.decode("cp1252")
-                    used = "cp1252"
-                except UnicodeDecodeError:
-                    text = data.decode("latin-1")
-                    used = "latin-1"
-                warnings.append(f"invalid UTF-8 at byte {e.start}; decoded as {used}")
+            if redone is None:
+                redone = _undeclared(data, e.start)
+            text, warning = redone
+            warnings += [warning] if warning else []
     return normalize_newlines(text), warnings
+
+
+def _undeclared(data: bytes, first: int) -> tuple[str, str]:
+    """`data`, which is not UTF-8 from byte `first` on and declares no usable encoding, as
+    mostly UTF-8 or as 8-bit text (see `decode`), and the warning. The counts come from
+    C-level passes: replaced characters, less the U+FFFD the file itself holds; invalid
+    bytes, as the bytes that re-encoding the text does not give back; sequences, as the
+    non-ASCII characters that are not replacements."""
+    text = data.decode("utf-8", "replace")
+    replaced = text.count(_REPLACEMENT) - data.count(_REPLACEMENT.encode())
+    invalid = len(data) - (len(text.encode("utf-8")) - 3 * replaced)
+    ascii_chars = len(data.translate(None, _NON_ASCII))
+    sequences = len(text) - ascii_chars - replaced
+    if sequences > invalid:
+        return text, (f"invalid UTF-8: {invalid} byte(s) replaced, the first at byte "
+                      f"{first}")
+    try:
+        return data.decode("cp1252"), f"invalid UTF-8 at byte {first}; decoded as cp1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), f"invalid UTF-8 at byte {first}; decoded as latin-1"
 
 
 def _as_declared(data: bytes, encoding: str) -> tuple[str, str] | None:
     """`data` in a declared encoding: (text, warning or ""); None when Python knows no text
     encoding of that name (or one that decodes nothing, like "undefined"), or when it is
-    UTF-8, which `data` is not."""
+    UTF-8, which `data` is not, or UTF-16 or UTF-32 (see `decode`)."""
     try:
-        if codecs.lookup(encoding).name == "utf-8":
+        if codecs.lookup(encoding).name in _WIDE | {"utf-8"}:
             return None
         return data.decode(encoding), ""
     except LookupError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from chunkwise import Chunker, ParseError
 from chunkwise.parsers import csv as csv_parser
 
-from conftest import FIXTURES, corpus_files
+from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files, run_measured
 from contract import check_contract
 
 
@@ -124,6 +125,145 @@ def test_wide_rows_list_cells_and_split_between_them():
     assert all(not c.text.startswith(",") for c in chunks)
     assert all(c.text.endswith((",", "399")) for c in chunks)  # whole cells only
     assert {c.meta["row_start"] for c in chunks if "row_start" in c.meta} == {1, 2}
+
+
+def _field_bounds(text: str, dialect=None) -> tuple[set[int], set[int]]:
+    """(starts, ends) of every field of every record, as `_cells` reads them; an end is
+    taken before and after the delimiter that follows the field."""
+    dialect = dialect or csv_parser._Dialect()
+    starts, ends = set(), set()
+    for a, b in csv_parser._records(text, dialect):
+        for x, y in csv_parser._cells(text, a, b, dialect):
+            starts.add(x)
+            ends.update((y, y + 1))
+    return starts, ends
+
+
+def _assert_cut_between_fields(text: str, chunks, dialect=None) -> None:
+    starts, ends = _field_bounds(text, dialect)
+    inside = [c for c in chunks if c.start not in starts or c.end not in ends]
+    assert not inside, f"{len(inside)} chunks cut inside a field, first {inside[0].text!r}"
+
+
+def test_a_row_that_does_not_fit_is_cut_between_fields():
+    """Rows too short for cell sections are cut between fields too (the fitter once cut
+    them at words), and a quoted delimiter or newline is not a field boundary."""
+    header = ",".join(f"c{i}" for i in range(60))
+    row = ",".join(f'"word {i}, more\nand {i}"' if i % 3 == 0 else f"word {i} more"
+                   for i in range(60))
+    assert len(row) < csv_parser._CELL_ROW
+    data = f"{header}\n{row}\n{row}\n".encode()
+    assert not [s for s in _parse(data).sections if s.kind == "cell"]
+    chunks = check_contract(data, "t.csv", Chunker(max_tokens=48))
+    assert len(chunks) > 6
+    _assert_cut_between_fields(_parse(data).text, chunks)
+
+
+def test_a_header_alone_is_cut_between_fields():
+    """A one-line file of labels is a table with a header and no rows: its one section is
+    cut between fields as a row is."""
+    data = ",".join(f"label{i}" for i in range(3000)).encode()
+    doc = _parse(data)
+    assert [s.kind for s in doc.sections] == ["table"]
+    chunks = check_contract(data, "t.csv", Chunker(max_tokens=64))
+    assert len(chunks) > 10
+    _assert_cut_between_fields(doc.text, chunks)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_cell, min_size=1, max_size=6), min_size=1, max_size=6))
+def test_field_cuts_are_the_cells_ends(table):
+    """The rows' splitter cuts after the delimiter that ends each field `_cells` finds
+    (a quoted delimiter or newline ends nothing), one at a time or as a list."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(table)
+    text = csv_parser.parse(out.getvalue().encode(), source="t.csv").text
+    dialect = csv_parser._Dialect()
+    cuts = csv_parser._FieldCuts(dialect)
+    for a, b in csv_parser._records(text, dialect):
+        cells = csv_parser._cells(text, a, b, dialect)
+        expected = [y + 1 for _, y in cells[:-1] if y + 1 < b]
+        assert list(cuts.iter(text, a, b)) == cuts(text, a, b) == expected
+
+
+def test_field_cuts_go_on_past_a_line_attached_before_the_header():
+    text = "sep=;\nname;value\n1;2\n"
+    cuts = csv_parser._FieldCuts(csv_parser._Dialect(delimiter=";"))
+    assert cuts(text, 0, 16) == [5, 6, 11]
+
+
+def test_past_max_cells_rows_are_cut_where_cells_cut_them(monkeypatch):
+    """A document with more cells in its long rows than `_MAX_CELLS` lists none (a section
+    per field costs the fitter too much on a line of millions): its rows are cut between
+    fields all the same, into the same chunks, only without the `cell` kind and columns."""
+    header = ",".join(f"column_name_{i}" for i in range(400))
+    row = ",".join(f"value {i}" for i in range(400))
+    data = f"{header}\n{row}\n{row}\n".encode()
+    chunker = Chunker(max_tokens=64)
+    with_cells = chunker.chunk_document(_parse(data, "wide.csv"))
+    monkeypatch.setattr(csv_parser, "_MAX_CELLS", 1000)  # the first two rows' worth
+    doc = _parse(data, "wide.csv")
+    assert not [s for s in doc.sections if s.kind == "cell"]
+    without = check_contract(data, "wide.csv", chunker)
+    assert [(c.start, c.end, c.tokens, c.context) for c in without] == \
+        [(c.start, c.end, c.tokens, c.context) for c in with_cells]
+    assert all("cell" not in c.kinds and "column_start" not in c.meta for c in without)
+
+
+def test_an_overlong_header_is_no_context():
+    """A header that could never fit beside a row is not the table's context (nor is a
+    synthesised one): the fitter would drop it anyway, after counting it for every chunk."""
+    wide = ",".join(f"name{i}" for i in range(csv_parser._MAX_CONTEXT // 5))
+    doc = _parse(f"{wide}\n{wide.replace('name', 'x')}\n")
+    (table,) = [s for s in doc.sections if s.kind == "table"]
+    assert dict(doc.meta)["header"] == "detected" and table.context == ""
+    numbers = ",".join(str(i) for i in range(csv_parser._MAX_CONTEXT // 4))
+    doc = _parse(f"{numbers}\n{numbers}\n")
+    (table,) = [s for s in doc.sections if s.kind == "table"]
+    assert dict(doc.meta)["header"] == "synthesised" and table.context == ""
+    assert _parse("1,2\n3,4\n").sections[0].context == "column_1,column_2"
+
+
+@pytest.mark.slow
+def test_a_row_of_300k_fields_is_cut_between_fields():
+    """One row of 300,000 fields (1.9 MB, over the fitter's window for long leaves) after a
+    header: fast, and every chunk starts and ends at a field."""
+    row = ",".join(f'"{i}, a"' if i % 1000 == 0 else f"v{i % 977}" for i in range(300_000))
+    data = f"id,name,value\n{row}".encode()
+    chunker = Chunker()
+    t = time.perf_counter()
+    doc = _parse(data)
+    chunks = chunker.chunk_document(doc)
+    assert time.perf_counter() - t < 30  # 3 s on a quiet 2-core box; 60 s before
+    assert all(c.tokens <= 256 for c in chunks) and len(chunks) > 1000
+    assert chunks[-1].end == len(doc.text)
+    _assert_cut_between_fields(doc.text, chunks)
+
+
+@pytest.mark.slow
+def test_one_line_of_two_million_fields_in_bounded_time_and_memory(tmp_path):
+    """A 12 MB CSV of one line and no newline (two million short fields) through the CLI:
+    well under a minute and 1 GB (it took 554 s and 5 GB when every field was a section
+    and the synthesised header, 25 MB, was the context), cut only between fields."""
+    path = tmp_path / "one-line.csv"
+    words = ("alpha", "7", "beta", "3.5", "gamma", "x")
+    path.write_text(",".join(f"{words[i % 6]}{i % 97}" for i in range(2_000_000)))
+    assert path.stat().st_size > 11_000_000
+    run = run_measured([*CHUNKWISE_CLI, "chunk", str(path), "--jsonl"], tmp_path / "out.jsonl",
+                       timeout=150)
+    assert run.returncode == 0, run.stderr
+    assert run.seconds < 120, run.seconds  # ~15 s on a quiet 2-core box
+    assert run.peak_rss < 1 << 30, run.peak_rss
+    text = path.read_text()
+    ends = 0
+    with open(tmp_path / "out.jsonl") as out:
+        for line in out:
+            c = json.loads(line)
+            assert c["tokens"] <= 256
+            assert c["start"] == 0 or text[c["start"] - 1] == ","
+            assert c["end"] == len(text) or text[c["end"] - 1] == ","
+            ends = c["end"]
+    assert ends == len(text)
 
 
 # -- chunks over real tables ----------------------------------------------------------------------

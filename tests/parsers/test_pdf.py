@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import io
 import re
+import signal
+import subprocess
+import sys
+import threading
 import time
 import unicodedata
 import zlib
@@ -16,7 +20,7 @@ from chunkwise import Chunker
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers import pdf
-from conftest import CORPUS, FIXTURES, corpus_files
+from conftest import CHUNKWISE_CLI, CORPUS, FIXTURES, corpus_files, run_measured
 
 FIXTURE = FIXTURES / "latex-two-column-sample.pdf"
 IRS = "irs-irm-2.3.59-idrs-terminal-responses.pdf"
@@ -348,6 +352,48 @@ def test_encrypted_with_empty_user_password_opens(fixture_doc: ParsedDocument) -
     assert doc.text == fixture_doc.text
 
 
+def _aes_encrypted_fixture() -> bytes:
+    writer = pypdf.PdfWriter(clone_from=FIXTURE)
+    writer.encrypt("", algorithm="AES-256")  # needs `cryptography` too
+    return write(writer)
+
+
+@pytest.mark.parametrize("algorithm", ["AES-128", "AES-256"])
+def test_aes_encrypted_with_empty_password_opens(fixture_doc: ParsedDocument, algorithm) -> None:
+    """AES (what current PDF writers use) needs the `cryptography` package: a dependency,
+    without which such a file failed as 'damaged or truncated'."""
+    writer = pypdf.PdfWriter(clone_from=FIXTURE)
+    writer.encrypt("", algorithm=algorithm)
+    data = write(writer)
+    assert b"/AESV" in data
+    doc = parse(data)
+    assert doc.text == fixture_doc.text and not doc.warnings
+
+
+def test_aes_without_cryptography_says_so(tmp_path) -> None:
+    """In an environment without `cryptography` (pypdf then has no AES), the error names
+    the missing package instead of calling the file damaged."""
+    path = tmp_path / "aes.pdf"
+    path.write_bytes(_aes_encrypted_fixture())
+    code = f"""
+import sys
+class Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("cryptography", "Crypto", "Cryptodome"):
+            raise ImportError(name)
+sys.meta_path.insert(0, Blocked())
+from chunkwise.errors import ParseError
+from chunkwise.parsers import pdf
+try:
+    pdf.parse(open({str(path)!r}, "rb").read(), source="aes.pdf")
+except ParseError as e:
+    print(e.reason)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert "cryptography" in out.stdout and "damaged" not in out.stdout, out
+
+
 def test_blank_page_gives_no_text_and_a_warning() -> None:
     writer = pypdf.PdfWriter()
     writer.add_blank_page(612, 792)
@@ -385,6 +431,79 @@ def test_decompression_bomb_is_refused_with_a_warning() -> None:
     only = parse(make_pdf([content]).replace(b"<< /Length %d >>" % len(content), flate))
     assert only.text == "" and Chunker().chunk_document(only) == []
     assert any("no text extracted (1 page(s) failed" in w for w in only.warnings)
+
+
+def _text_lines(n: int) -> bytes:
+    """`n` text operators at distinct positions: pypdf's extraction of them grows with the
+    square of `n` (20,000: 1 s; 200,000: about a minute)."""
+    return b"".join(b"BT /F1 10 Tf 10 %d Td (some words here %d) Tj ET\n"
+                    % (700 - (i % 60) * 11, i) for i in range(n))
+
+
+def test_a_page_over_the_content_bound_is_left_out_with_a_warning() -> None:
+    huge = _text_lines(200_000)
+    assert len(huge) > pdf.MAX_PAGE_CONTENT
+    data = make_pdf([[body(700, "Good page one.")], huge, [body(700, "Good page three.")]])
+    t0 = time.perf_counter()
+    doc = parse(data)
+    assert time.perf_counter() - t0 < 5  # about a minute (pypdf alone) without the bound
+    assert "Good page one." in doc.text and "Good page three." in doc.text
+    assert "some words" not in doc.text and len(doc.page_starts) == 3
+    assert any("could not be extracted: 2 (content stream over 4 MB)" in w
+               for w in doc.warnings)
+
+
+def test_a_page_over_the_time_bound_is_left_out_and_the_timer_disarmed(monkeypatch) -> None:
+    slow = _text_lines(30_000)  # under the size bound; about 2 s of pypdf
+    assert len(slow) < pdf.MAX_PAGE_CONTENT
+    monkeypatch.setattr(pdf, "PAGE_SECONDS", 0.2)
+    data = make_pdf([[body(700, "Good page one.")], slow, [body(700, "Good page three.")]])
+    t0 = time.process_time()
+    doc = parse(data)
+    assert time.process_time() - t0 < 1.5
+    assert "Good page one." in doc.text and "Good page three." in doc.text
+    assert "some words" not in doc.text
+    assert any("could not be extracted: 2 (over 0.2 s of extraction)" in w
+               for w in doc.warnings)
+    assert signal.getitimer(signal.ITIMER_VIRTUAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGVTALRM) == signal.SIG_DFL
+
+
+def test_the_time_bound_needs_the_main_thread_and_a_free_timer(monkeypatch) -> None:
+    """Off the main thread (no signals there), or when the caller has a handler of its own,
+    no timer is armed: the page is extracted whole, the caller's handler kept."""
+    monkeypatch.setattr(pdf, "PAGE_SECONDS", 0.05)
+    data = make_pdf([_text_lines(10_000)])
+    docs = []
+    worker = threading.Thread(target=lambda: docs.append(parse(data)))
+    worker.start()
+    worker.join()
+    assert "some words here 9999" in docs[0].text and not docs[0].warnings
+
+    def mine(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGVTALRM, mine)
+    try:
+        doc = parse(data)
+        assert signal.getsignal(signal.SIGVTALRM) is mine
+    finally:
+        signal.signal(signal.SIGVTALRM, previous)
+    assert "some words here 9999" in doc.text and not doc.warnings
+
+
+def test_a_12_mb_content_stream_through_the_cli(tmp_path) -> None:
+    """One page of 12 MB of text operators (compressed to 0.6 MB): answered in seconds and
+    well under 1 GB (it did not finish in 120 s), the page named in a warning."""
+    content = zlib.compress(_text_lines(220_000), 9)
+    flate = b"<< /Length %d /Filter /FlateDecode >>" % len(content)
+    path = tmp_path / "dense.pdf"
+    path.write_bytes(make_pdf([content]).replace(b"<< /Length %d >>" % len(content), flate))
+    run = run_measured([*CHUNKWISE_CLI, "chunk", str(path), "--jsonl"], tmp_path / "out.jsonl",
+                       timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.seconds < 60 and run.peak_rss < 1 << 30, (run.seconds, run.peak_rss)
+    assert "could not be extracted: 1 (content stream over 4 MB)" in run.stderr
 
 
 def test_pypdf_log_noise_is_routed(capfd) -> None:
