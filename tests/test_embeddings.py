@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from chunkwise import embeddings as E
+from chunkwise import minilm
 from chunkwise.errors import ConfigError
 
 PARAPHRASES = ("The cat is sleeping on the sofa.", "A cat naps on the couch.")
@@ -103,7 +104,7 @@ def test_tampered_model_is_refused(tmp_path, monkeypatch):
     data = bytearray(E.default_model_path().read_bytes())
     data[len(data) // 2] ^= 0xFF
     bad.write_bytes(bytes(data))
-    monkeypatch.setattr(E, "default_model_path", lambda: bad)
+    monkeypatch.setattr(minilm, "default_model_path", lambda: bad)
     with pytest.raises(ConfigError, match="sha256"):
         E.MiniLMEmbedder().embed(["hello"])
 
