@@ -2,13 +2,16 @@
 function or LlamaIndex embed model stand in for it.
 
 The default is all-MiniLM-L6-v2 run locally (`chunkwise.minilm`, re-exported here): the pinned
-int8 ONNX model with onnxruntime.
+int8 ONNX model with onnxruntime on the CPU, or on a CUDA GPU when there is one.
 
     >>> from chunkwise.embeddings import MiniLMEmbedder
     >>> vectors = MiniLMEmbedder().embed(["a sentence", "another one"])  # (2, 384), unit norm
+    >>> embedder = resolve_embedder("minilm", device="cuda")  # what the Chroma writer takes
 
 `ChunkwiseEmbeddingFunction` is registered with Chroma (`@register_embedding_function`), so a
-collection created with it is reopened with it, provided this module has been imported.
+collection created with it is reopened with it, provided this module has been imported. The
+device is not part of its config: vectors from the CPU and a GPU agree within cosine 0.999, so a
+collection filled on one machine is reopened on another with that machine's own choice.
 """
 
 from __future__ import annotations
@@ -30,25 +33,27 @@ from .errors import ConfigError
 # The model itself lives in chunkwise.minilm (no chromadb there); these names are re-exported.
 from .minilm import (CHROMA_CACHE_DIR, DEFAULT_BATCH_SIZE, DIMENSIONS,  # noqa: F401
                      INT8_MODEL_SHA256, MAX_TOKENS, MODEL_NAME, TOKENIZER_SHA256, MiniLMEmbedder,
-                     default_model_path, default_tokenizer_path,
+                     check_device, default_model_path, default_tokenizer_path,
                      mean_pool_normalise, verify_sha256)
 
 log = logging.getLogger(__name__)
 
 
 # -- Chroma ---------------------------------------------------------------------------------
-_shared: dict[tuple[str | None, int], MiniLMEmbedder] = {}
+_shared: dict[tuple[str | None, int | None, str], MiniLMEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_embedder(model_dir: str | None = None,
-                    batch_size: int = DEFAULT_BATCH_SIZE) -> MiniLMEmbedder:
-    """One loaded model per (directory, batch size) and process: Chroma rebuilds embedding
-    functions from config each time a collection is opened."""
-    key = (str(Path(model_dir).expanduser()) if model_dir else None, batch_size)
+def shared_embedder(model_dir: str | None = None, batch_size: int | None = None,
+                    device: str = "auto") -> MiniLMEmbedder:
+    """One loaded model per (directory, batch size, device) and process: Chroma rebuilds
+    embedding functions from config each time a collection is opened. `batch_size` None picks
+    one for the device; `device` is `auto`, `cpu`, `cuda` or `cuda:N`."""
+    key = (str(Path(model_dir).expanduser()) if model_dir else None, batch_size,
+           check_device(device))
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = MiniLMEmbedder(model_dir, batch_size=batch_size)
+            _shared[key] = MiniLMEmbedder(model_dir, batch_size=batch_size, device=device)
         return _shared[key]
 
 
@@ -60,10 +65,12 @@ class ChunkwiseEmbeddingFunction(EmbeddingFunction[Documents]):
         ...     "docs", embedding_function=ChunkwiseEmbeddingFunction())
     """
 
-    def __init__(self, model_dir: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(self, model_dir: str | None = None, batch_size: int | None = None,
+                 device: str = "auto") -> None:
         self.model_dir = str(model_dir) if model_dir else None
         self.batch_size = batch_size
-        self.embedder = shared_embedder(self.model_dir, batch_size)
+        self.device = device
+        self.embedder = shared_embedder(self.model_dir, batch_size, device)
 
     def __call__(self, input: Documents) -> Embeddings:
         return list(self.embedder.embed(list(input)))
@@ -73,12 +80,16 @@ class ChunkwiseEmbeddingFunction(EmbeddingFunction[Documents]):
         return "chunkwise-minilm"
 
     def get_config(self) -> dict[str, Any]:
-        return {"model_dir": self.model_dir, "batch_size": self.batch_size}
+        # No device: where the model runs is the reopening machine's choice (module docstring).
+        config: dict[str, Any] = {"model_dir": self.model_dir}
+        if self.batch_size is not None:
+            config["batch_size"] = self.batch_size
+        return config
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> ChunkwiseEmbeddingFunction:
         return ChunkwiseEmbeddingFunction(model_dir=config.get("model_dir"),
-                                          batch_size=config.get("batch_size", DEFAULT_BATCH_SIZE))
+                                          batch_size=config.get("batch_size"))
 
     @staticmethod
     def validate_config(config: dict[str, Any]) -> None:
@@ -171,7 +182,7 @@ def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
                     window=embedder.window, overflowing=embedder.overflowing)
 
 
-def resolve_embedder(spec: object = None) -> Embedder:
+def resolve_embedder(spec: object = None, *, device: str = "auto") -> Embedder:
     """Build an `Embedder` from a spec:
 
     - None or `minilm`: all-MiniLM-L6-v2, pinned int8 model (the default);
@@ -180,28 +191,41 @@ def resolve_embedder(spec: object = None) -> Embedder:
     - `module:attr`: a Chroma embedding function or LlamaIndex embed model, a class (built
       without arguments), a factory, or an instance;
     - a Chroma embedding function or LlamaIndex `BaseEmbedding` object.
+
+    `device` (`auto`, `cpu`, `cuda`, `cuda:N`) is where all-MiniLM-L6-v2 runs (see
+    `chunkwise.minilm`: `auto` takes a GPU when there is one). Other embedders choose their own
+    device, so with them anything but `auto` is a `ConfigError`.
     """
+    check_device(device)
     if isinstance(spec, Embedder):
+        _own_device(device, spec.identity)
         return spec
     if spec is None or spec == "minilm":
-        return _minilm_embedder(None, "minilm")
+        return _minilm_embedder(None, "minilm", device)
     if isinstance(spec, (str, os.PathLike)):
-        return _embedder_from_string(os.fspath(spec))
-    return _embedder_from_object(spec, None)
+        return _embedder_from_string(os.fspath(spec), device)
+    return _embedder_from_object(spec, None, device)
 
 
-def _minilm_embedder(model_dir: str | None, spec: str) -> Embedder:
-    ef = ChunkwiseEmbeddingFunction(model_dir=model_dir)
+def _own_device(device: str, name: str) -> None:
+    if device != "auto":
+        raise ConfigError(f"device={device!r} applies to the minilm embedder only; {name} "
+                          "chooses its own device")
+
+
+def _minilm_embedder(model_dir: str | None, spec: str, device: str) -> Embedder:
+    ef = ChunkwiseEmbeddingFunction(model_dir=model_dir, device=device)
     return Embedder(identity=f"chunkwise-minilm/{MODEL_NAME}", embed=ef.embedder.embed,
                     spec=spec, chroma_function=ef, window=MAX_TOKENS,
                     overflowing=ef.embedder.overflowing)
 
 
-def _embedder_from_string(spec: str) -> Embedder:
+def _embedder_from_string(spec: str, device: str) -> Embedder:
     path = Path(spec).expanduser()
     if path.is_dir():
-        return _minilm_embedder(str(path.resolve()), str(path.resolve()))
+        return _minilm_embedder(str(path.resolve()), str(path.resolve()), device)
     if spec == "chroma-default":
+        _own_device(device, spec)
         return _chroma_default()
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -218,7 +242,7 @@ def _embedder_from_string(spec: str) -> Embedder:
             target = target()
         except Exception as e:
             raise ConfigError(f"cannot build embedder {spec!r}: {type(e).__name__}: {e}") from e
-    return _embedder_from_object(target, spec)
+    return _embedder_from_object(target, spec, device)
 
 
 def _chroma_default() -> Embedder:
@@ -229,19 +253,24 @@ def _chroma_default() -> Embedder:
         # Chroma would download it on first use; chunkwise never downloads.
         raise ConfigError(f"Chroma's default model is not cached in {folder}; "
                           "use --embedder minilm (the same model, shipped with chunkwise)")
-    return _embedder_from_object(ONNXMiniLM_L6_V2(), "chroma-default")
+    return _embedder_from_object(ONNXMiniLM_L6_V2(), "chroma-default", "auto")
 
 
 def _looks_like_embedder(obj: object) -> bool:
     return hasattr(obj, "get_text_embedding_batch") or hasattr(obj, "get_config")
 
 
-def _embedder_from_object(obj: Any, spec: str | None) -> Embedder:
+def _embedder_from_object(obj: Any, spec: str | None, device: str) -> Embedder:
     if isinstance(obj, MiniLMEmbedder):
-        return _minilm_embedder(str(obj.model_dir) if obj.model_dir else None, spec or "minilm")
+        return _minilm_embedder(str(obj.model_dir) if obj.model_dir else None, spec or "minilm",
+                                obj.device if device == "auto" else device)
     if type(obj).__module__ == "chunkwise.llama_index" and type(obj).__name__ == "ChunkwiseEmbedding":
         # the same model behind LlamaIndex's interface: same identity, same collections
-        return _minilm_embedder(obj.model_dir, spec or "minilm")
+        return _minilm_embedder(obj.model_dir, spec or "minilm", device)
+    if callable(obj) and _chroma_name(obj) == ChunkwiseEmbeddingFunction.name():
+        return _minilm_embedder(obj.model_dir, spec or "minilm",
+                                getattr(obj, "device", "auto") if device == "auto" else device)
+    _own_device(device, spec or type(obj).__name__)
     if hasattr(obj, "get_text_embedding_batch"):  # a LlamaIndex BaseEmbedding
         model = getattr(obj, "model_name", None) or ""
         identity = f"llama_index:{type(obj).__module__}.{type(obj).__qualname__}:{model}"
@@ -251,8 +280,6 @@ def _embedder_from_object(obj: Any, spec: str | None) -> Embedder:
                         query_embed=lambda texts: [obj.get_query_embedding(t) for t in texts])
     if callable(obj):  # a Chroma embedding function
         name = _chroma_name(obj)
-        if name == ChunkwiseEmbeddingFunction.name():
-            return _minilm_embedder(obj.model_dir, spec or "minilm")
         query = getattr(obj, "embed_query", None)
         return Embedder(identity=f"chroma:{name}", embed=lambda texts: obj(list(texts)),
                         spec=spec, chroma_function=obj if not _is_legacy(obj) else None,
