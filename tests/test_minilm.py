@@ -102,6 +102,13 @@ def test_cuda_with_torch_that_sees_no_gpu(no_cuda_backend, monkeypatch):
         minilm.MiniLMEmbedder(device="cuda", backend="torch").embed(TEXTS)
 
 
+def test_torch_backend_without_onnx_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace())
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(MissingDependencyError, match="pip install onnx"):
+        minilm.MiniLMEmbedder(device="cpu", backend="torch").embed(TEXTS)
+
+
 def test_auto_with_a_gpu_but_no_backend_falls_back_silently(no_cuda_backend, monkeypatch,
                                                              caplog):
     monkeypatch.setattr(minilm, "cuda_visible", lambda: True)

@@ -46,11 +46,13 @@ NORMS = ("attention.output.LayerNorm", "output.LayerNorm")
 _LAYER_BIAS = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.attention\.self\.query\.bias$")
 
 
-def _require(module: str, extra: str | None = None) -> Any:
+def _require(module: str) -> Any:
+    """`module`, or `MissingDependencyError` saying `pip install <module>` (not the gpu extra,
+    whose onnxruntime-gpu is not needed here and would have to replace onnxruntime)."""
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise MissingDependencyError(module, extra) from e
+        raise MissingDependencyError(module) from e
 
 
 # -- reading the ONNX file ------------------------------------------------------------------
@@ -131,7 +133,7 @@ class _Constants:
 
 def read_onnx_weights(path: str | Path) -> BertWeights:
     """The encoder weights of an ONNX export of a BERT model, dequantized to float32."""
-    onnx = _require("onnx", "gpu")
+    onnx = _require("onnx")
     try:
         graph = onnx.load(str(path)).graph
     except Exception as e:
@@ -171,15 +173,14 @@ def _read_layer(c: _Constants, prefix: str) -> dict[str, np.ndarray]:
 
 # -- running it -----------------------------------------------------------------------------
 class _Layer(NamedTuple):
-    qkv_w: Any  # (3 * hidden, hidden): query, key and value in one product
-    qkv_b: Any
-    out_w: Any
-    out_b: Any
+    """One encoder layer's tensors: (weight (out, in), bias) pairs for the linear layers and
+    (weight, bias) for the LayerNorms."""
+
+    qkv: tuple[Any, Any]  # query, key and value stacked: one product for the three
+    out: tuple[Any, Any]
     norm1: tuple[Any, Any]
-    in_w: Any
-    in_b: Any
-    ff_w: Any
-    ff_b: Any
+    inter: tuple[Any, Any]
+    ff: tuple[Any, Any]
     norm2: tuple[Any, Any]
 
 
@@ -239,20 +240,20 @@ class TorchBert:
         return self._torch.from_numpy(array).to(self._device, dtype)
 
     def _layer(self, w: dict[str, np.ndarray], low: Any) -> _Layer:
-        f32 = self._torch.float32
-        qkv = [f"attention.self.{n}" for n in ("query", "key", "value")]
-        weight = lambda name: self._put(w[f"{name}.weight"].T, low)  # noqa: E731 - (out, in)
-        norm = lambda name: (self._put(w[f"{name}.weight"], f32),  # noqa: E731
-                             self._put(w[f"{name}.bias"], f32))
-        return _Layer(
-            qkv_w=self._put(np.concatenate([w[f"{n}.weight"] for n in qkv], axis=1).T, low),
-            qkv_b=self._put(np.concatenate([w[f"{n}.bias"] for n in qkv]), low),
-            out_w=weight("attention.output.dense"),
-            out_b=self._put(w["attention.output.dense.bias"], low),
-            norm1=norm("attention.output.LayerNorm"),
-            in_w=weight("intermediate.dense"), in_b=self._put(w["intermediate.dense.bias"], low),
-            ff_w=weight("output.dense"), ff_b=self._put(w["output.dense.bias"], low),
-            norm2=norm("output.LayerNorm"))
+        def linear(*names: str) -> tuple[Any, Any]:
+            weight = np.concatenate([w[f"{n}.weight"] for n in names], axis=1).T
+            bias = np.concatenate([w[f"{n}.bias"] for n in names])
+            return self._put(weight, low), self._put(bias, low)
+
+        def norm(name: str) -> tuple[Any, Any]:
+            f32 = self._torch.float32
+            return self._put(w[f"{name}.weight"], f32), self._put(w[f"{name}.bias"], f32)
+
+        return _Layer(qkv=linear(*(f"attention.self.{n}" for n in ("query", "key", "value"))),
+                      out=linear("attention.output.dense"),
+                      norm1=norm("attention.output.LayerNorm"),
+                      inter=linear("intermediate.dense"), ff=linear("output.dense"),
+                      norm2=norm("output.LayerNorm"))
 
     def _norm(self, x: Any, wb: tuple[Any, Any]) -> Any:
         return self._torch.nn.functional.layer_norm(x, (self.hidden,), wb[0], wb[1], self.eps)
@@ -268,12 +269,12 @@ class TorchBert:
         keys = mask.bool()[:, None, None, :]  # [batch, 1, 1, width]: attend to real tokens
         split = (batch, width, 3, self.heads, self.hidden // self.heads)
         for L in self.layers:
-            q, k, v = F.linear(x.to(low), L.qkv_w, L.qkv_b).view(split).permute(2, 0, 3, 1, 4)
+            q, k, v = F.linear(x.to(low), *L.qkv).view(split).permute(2, 0, 3, 1, 4)
             a = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)
             a = a.transpose(1, 2).reshape(batch, width, self.hidden)
-            x = self._norm(x + F.linear(a, L.out_w, L.out_b).float(), L.norm1)
-            h = F.gelu(F.linear(x.to(low), L.in_w, L.in_b))
-            x = self._norm(x + F.linear(h, L.ff_w, L.ff_b).float(), L.norm2)
+            x = self._norm(x + F.linear(a, *L.out).float(), L.norm1)
+            h = F.gelu(F.linear(x.to(low), *L.inter))  # exact (erf) GELU, as the graph
+            x = self._norm(x + F.linear(h, *L.ff).float(), L.norm2)
         m = mask.to(x.dtype)[..., None]
         pooled = (x * m).sum(dim=1) / m.sum(dim=1).clamp_min(1e-9)
         return F.normalize(pooled, dim=1, eps=1e-12)
