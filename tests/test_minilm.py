@@ -94,6 +94,14 @@ def test_cuda_without_a_backend_names_what_to_install(no_cuda_backend):
         minilm.MiniLMEmbedder(device="cuda", backend="torch").embed(TEXTS)
 
 
+def test_onnxruntime_gpu_shadowed_by_onnxruntime_is_explained(no_cuda_backend, monkeypatch):
+    from importlib import metadata
+
+    monkeypatch.setattr(metadata, "version", lambda name: "1.22.0")  # onnxruntime-gpu is there
+    with pytest.raises(ConfigError, match="onnxruntime shadows it: pip uninstall"):
+        minilm.MiniLMEmbedder(device="cuda", backend="onnxruntime").embed(TEXTS)
+
+
 def test_cuda_with_torch_that_sees_no_gpu(no_cuda_backend, monkeypatch):
     fake = types.SimpleNamespace(__version__="2.0-fake", version=types.SimpleNamespace(cuda=None),
                                  cuda=types.SimpleNamespace(is_available=lambda: False))

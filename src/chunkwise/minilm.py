@@ -56,8 +56,8 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 #: Chroma's cache of the fp32 model, a common user-supplied model directory
 CHROMA_CACHE_DIR = Path.home() / ".cache" / "chroma" / "onnx_models" / MODEL_NAME / "onnx"
 
-#: CUDA backends in the order `device="cuda"`/`"auto"` tries them
-CUDA_BACKENDS = ("onnxruntime", "torch")
+#: the backends, in the order `device="cuda"` or `"auto"` tries them on a GPU
+BACKENDS = ("onnxruntime", "torch")
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
 _verified: dict[tuple[str, int, int], bool] = {}
@@ -113,6 +113,13 @@ def check_device(device: str) -> str:
     return device
 
 
+def check_backend(backend: str | None) -> str | None:
+    """`backend` if it is None (choose) or one of `BACKENDS`; `ConfigError` otherwise."""
+    if backend is not None and backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
 def cuda_visible() -> bool:
     """Whether an NVIDIA GPU may be present, judged from the driver's device files alone.
 
@@ -150,7 +157,7 @@ class Runner(Protocol):
 
     `run` takes `(input_ids, attention_mask)` int64 arrays of shape [batch, width] and yields,
     in the same order, float32 arrays [batch, 384]: mean-pooled over the mask, unit norm. It may
-    read every batch before yielding the first (a GPU runs ahead of the copies back)."""
+    read a few batches ahead before yielding (a GPU runs ahead of the copies back)."""
 
     backend: str
     device: str
@@ -192,7 +199,7 @@ def _load_session(path: Path, threads: int, device: str) -> Any:
     providers: list[Any] = ["CPUExecutionProvider"]
     if device != "cpu":
         if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise MissingDependencyError(_ort_gpu_hint(), "gpu")
+            _onnxruntime_gpu_missing()
         index = int(device.partition(":")[2] or 0)
         providers.insert(0, ("CUDAExecutionProvider", {"device_id": index}))
     so = ort.SessionOptions()
@@ -212,17 +219,18 @@ def _load_session(path: Path, threads: int, device: str) -> Any:
     return session
 
 
-def _ort_gpu_hint() -> str:
-    """What to install for onnxruntime on CUDA, noticing the common clash: onnxruntime-gpu
-    installed beside onnxruntime, which then shadows it (both are the `onnxruntime` module)."""
+def _onnxruntime_gpu_missing() -> None:
+    """Raise what to do when onnxruntime has no CUDA provider, noticing the common clash:
+    onnxruntime-gpu installed beside onnxruntime, which then shadows it (both install the
+    `onnxruntime` module; the last one installed wins)."""
     from importlib import metadata
 
     try:
         metadata.version("onnxruntime-gpu")
     except metadata.PackageNotFoundError:
-        return "onnxruntime-gpu"
-    return ("onnxruntime-gpu alone (it is shadowed by onnxruntime: pip uninstall -y onnxruntime "
-            "onnxruntime-gpu, then install it again)")
+        raise MissingDependencyError("onnxruntime-gpu", "gpu") from None
+    raise ConfigError("onnxruntime-gpu is installed but onnxruntime shadows it: pip uninstall "
+                      "-y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu")
 
 
 def _open_runner(path: Path, backend: str, device: str, threads: int) -> Runner:
@@ -238,15 +246,14 @@ def open_runner(path: Path, *, device: str = "auto", backend: str | None = None,
     """The model at `path` ready to run on `device` (see the module docstring), with
     `backend` (`onnxruntime` or `torch`) or, if None, the first that works."""
     check_device(device)
-    if backend is not None and backend not in CUDA_BACKENDS:
-        raise ConfigError(f"backend must be one of {', '.join(CUDA_BACKENDS)}, got {backend!r}")
+    check_backend(backend)
     threads = threads or _cpu_count()
     cpu = (backend or "onnxruntime", "cpu")
     if device == "cpu" or (device == "auto" and not cuda_visible()):
         return _open_runner(path, *cpu, threads)
     cuda = "cuda" if device == "auto" else device
     failures: list[ChunkwiseError] = []
-    for name in [backend] if backend else CUDA_BACKENDS:
+    for name in [backend] if backend else BACKENDS:
         try:
             return _open_runner(path, name, cuda, threads)
         except (MissingDependencyError, ConfigError) as e:
@@ -284,8 +291,6 @@ class MiniLMEmbedder:
                  device: str = "auto", backend: str | None = None) -> None:
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if backend is not None and backend not in CUDA_BACKENDS:
-            raise ConfigError(f"backend must be one of {', '.join(CUDA_BACKENDS)}, got {backend!r}")
         self.model_dir = Path(model_dir).expanduser() if model_dir is not None else None
         if self.model_dir is not None:
             for name in ("model.onnx", "tokenizer.json"):
@@ -294,7 +299,7 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self.threads = threads or _cpu_count()
         self.device = check_device(device)
-        self.backend = backend
+        self.backend = check_backend(backend)
         self._runner: Runner | None = None
         self._tokenizer: Any = None
         self._load_lock = threading.Lock()
