@@ -173,9 +173,17 @@ def main() -> None:
                     help="seconds after which the remaining batch sizes are skipped")
     args = ap.parse_args()
     import_checkout()
+    report = Report()
+    try:
+        check(args, report)
+    except Exception as e:  # keep what was measured, and say where it stopped
+        report.add("error", f"{type(e).__name__}: {e}")
+        raise
+
+
+def check(args: argparse.Namespace, report: Report) -> None:
     from chunkwise.minilm import MiniLMEmbedder
 
-    report = Report()
     report.add("versions", versions())
     texts, source = chunk_texts(args.n)
     distinct = list(dict.fromkeys(texts))
@@ -195,9 +203,8 @@ def main() -> None:
 
         backend = args.backend or ("torch" if args.device == "cpu" else None)
         dev = MiniLMEmbedder(folder, device=args.device, backend=backend)
-        info = dev.info()
+        report.add("device", dev.info())
         auto_batch = dev.batch_size
-        report.add("device", info)
         report.add("cosine_sample_alone", cosines(dev.embed(sample), reference))
         dev.embed(texts[:2 * auto_batch])  # warm up: kernels chosen, memory pooled
         sync()
@@ -216,7 +223,9 @@ def main() -> None:
             else:
                 throughput[f"batch_{size}"] = measure(dev, texts, size, args.runs)
             report.add("gpu_texts_per_s", throughput)
-    report.add("done", True)
+    cos = [report.data["cosine_sample_alone"], report.data["cosine_sample_in_full_run"],
+           *report.data.get("cosine_by_dtype", {}).values()]
+    report.add("all_cosines_at_least_0.999", all(c["ok"] for c in cos))
 
 
 def check_precisions(dev: Any, folder: Path, sample: list[str], reference: np.ndarray,
