@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from chunkwise import embeddings as E
+from chunkwise import minilm
 from chunkwise.errors import ConfigError
 
 PARAPHRASES = ("The cat is sleeping on the sofa.", "A cat naps on the couch.")
@@ -20,7 +21,7 @@ UNRELATED = "Quarterly revenue grew by four percent in the northern region."
 
 @pytest.fixture(scope="module")
 def embedder() -> E.MiniLMEmbedder:
-    return E.MiniLMEmbedder()
+    return E.MiniLMEmbedder(device="cpu")  # the onnxruntime session, even on a GPU machine
 
 
 class RecordingSession:
@@ -57,11 +58,11 @@ def test_embed_rejects_a_bare_string(embedder):
 
 
 def test_batches_are_sorted_by_length_padded_to_their_longest_and_order_is_restored():
-    emb = E.MiniLMEmbedder(batch_size=4)
+    emb = E.MiniLMEmbedder(batch_size=4, device="cpu")
     texts = [("word " * n).strip() for n in (40, 3, 25, 1, 60, 8, 2, 33, 5, 17)]
     singles = np.stack([emb.embed([t])[0] for t in texts])
-    rec = RecordingSession(emb._session)
-    emb._session = rec
+    rec = RecordingSession(emb._runner.session)
+    emb._runner.session = rec
     batched = emb.embed(texts)
     lengths = sorted(n + 2 for n in (40, 3, 25, 1, 60, 8, 2, 33, 5, 17))  # + [CLS] [SEP]
     expected = [(len(lengths[i:i + 4]), max(lengths[i:i + 4])) for i in range(0, 10, 4)]
@@ -71,13 +72,12 @@ def test_batches_are_sorted_by_length_padded_to_their_longest_and_order_is_resto
 
 
 def test_long_text_is_truncated_to_the_model_window(embedder):
-    embedder._load()  # (the session to wrap exists only once loaded)
-    rec = RecordingSession(embedder._session)
-    embedder._session = rec
+    runner = embedder._load()  # (the session to wrap exists only once loaded)
+    rec = runner.session = RecordingSession(runner.session)
     try:
         embedder.embed(["lorem ipsum " * 600])
     finally:
-        embedder._session = rec.session
+        runner.session = rec.session
     assert rec.shapes == [(1, E.MAX_TOKENS)]
 
 
@@ -103,9 +103,9 @@ def test_tampered_model_is_refused(tmp_path, monkeypatch):
     data = bytearray(E.default_model_path().read_bytes())
     data[len(data) // 2] ^= 0xFF
     bad.write_bytes(bytes(data))
-    monkeypatch.setattr(E, "default_model_path", lambda: bad)
+    monkeypatch.setattr(minilm, "default_model_path", lambda: bad)
     with pytest.raises(ConfigError, match="sha256"):
-        E.MiniLMEmbedder().embed(["hello"])
+        E.MiniLMEmbedder(device="cpu").embed(["hello"])
 
 
 def test_user_model_directory(tmp_path, embedder):
@@ -113,7 +113,7 @@ def test_user_model_directory(tmp_path, embedder):
     folder.mkdir()
     os.symlink(E.default_model_path(), folder / "model.onnx")
     shutil.copy(E.default_tokenizer_path(), folder / "tokenizer.json")
-    own = E.MiniLMEmbedder(folder)
+    own = E.MiniLMEmbedder(folder, device="cpu")
     np.testing.assert_allclose(own.embed([UNRELATED]), embedder.embed([UNRELATED]), atol=1e-6)
     (folder / "tokenizer.json").unlink()
     with pytest.raises(ConfigError, match="has no tokenizer.json"):

@@ -61,6 +61,9 @@ def register(subparsers: Any) -> None:
                    help="minilm (default), chroma-default, a model directory with model.onnx "
                         "and tokenizer.json, or module:attr naming a Chroma embedding function "
                         "or LlamaIndex embed model")
+    p.add_argument("--device", default="auto", metavar="DEVICE",
+                   help="where the minilm embedder runs: auto (a GPU when there is one, "
+                        "default), cpu, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress on stderr (default: when stderr is a terminal)")
@@ -198,7 +201,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     try:
         report = ingest(args.paths, chunker=chunker, format=args.format,
-                        embedder=args.embedder, prune=args.prune, progress=bar,
+                        embedder=args.embedder, device=args.device, prune=args.prune,
+                        progress=bar,
                         root=args.root, workers=args.workers, wait=args.wait,
                         follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
                         max_file_size=parse_size(args.max_file_size),

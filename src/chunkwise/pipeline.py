@@ -619,7 +619,7 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
            port: int | None = None, collection: str = DEFAULT_COLLECTION,
            max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
            format: str | None = None, chunker: Any = None, embedder: Any = None,
-           prune: bool = False, root: str | os.PathLike | None = None,
+           device: str = "auto", prune: bool = False, root: str | os.PathLike | None = None,
            workers: int | None = None, follow_symlinks: bool = False,
            max_file_size: int = DEFAULT_MAX_FILE_SIZE,
            file_timeout: float | None = DEFAULT_FILE_TIMEOUT, wait: float = DEFAULT_WAIT,
@@ -636,6 +636,7 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
     recorded in `report.failed` and the rest is ingested. `workers` processes parse and
     chunk (default: one per core). An embedded database is locked for the run; another
     writer is waited for up to `wait` seconds. `rebuild` empties the collection first.
+    `device` is where the default embedder runs (`auto`: a GPU when there is one).
 
     Raises `StoreError` when the store is unreachable after retries, refuses a write, or
     was built from another root; `LockedError` when another process keeps writing;
@@ -654,7 +655,7 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
     if file_timeout is not None and not file_timeout > 0:
         raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
     chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
-    emb = resolve_embedder(embedder)
+    emb = resolve_embedder(embedder, device=device)
     server = client is None and (host is not None or port is not None)
     if client is not None or server:
         c = connect(client=client, db_path=db_path, host=host, port=port,
