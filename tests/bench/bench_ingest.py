@@ -3,7 +3,9 @@ of the run the embedder waited for work, for the serial runner, a process pool a
 
 Each configuration ingests the same folders into a fresh embedded Chroma (Ray: a fresh
 `chroma run` server on 127.0.0.1) in a fresh process, so that no model, client or cache is
-shared between runs; peak RSS is that process's (children included for the pool).
+shared between runs; peak RSS is the largest of that process and its children (parsing
+workers, the model's process), and "all processes together" the peak of their sum, sampled
+every 0.2 s from /proc.
 
     python tests/bench/bench_ingest.py [--corpus ../shared/corpus] [--folders markdown html ...]
         [--configs serial,workers2,ray] [--embedder minilm|hash] [--device cpu|cuda|auto]
@@ -48,9 +50,36 @@ HASH = Embedder(identity="bench:blake2b-16", embed=_vectors)
 '''
 
 CHILD = r'''
-import json, resource, sys, time
+import json, os, resource, sys, threading, time
+from pathlib import Path
 from chunkwise.pipeline import ingest
 args = json.loads(sys.argv[1])
+PAGE = os.sysconf("SC_PAGE_SIZE")
+tree_peak = [0]
+
+
+def tree_rss(pid):
+    """Resident bytes of `pid` and all its descendants (Linux /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * PAGE
+            for t in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (t / "children").read_text().split()]
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def sample():
+    while True:
+        tree_peak[0] = max(tree_peak[0], tree_rss(os.getpid()))
+        time.sleep(0.2)
+
+
+if Path("/proc/self/task").is_dir():
+    threading.Thread(target=sample, daemon=True).start()
 t0 = time.perf_counter()
 if args.pop("ray", False):
     from chunkwise.ray import ingest as ray_ingest
@@ -61,6 +90,7 @@ out = report.to_dict()
 out["wall"] = time.perf_counter() - t0
 out["rss_mb"] = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                     resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+out["tree_rss_mb"] = tree_peak[0] / 2**20
 print("RESULT " + json.dumps(out))
 '''
 
@@ -137,11 +167,13 @@ def main() -> None:
                 "embed_busy_share": round(s.get("embed", 0) / s["total"], 3),
                 "embed_idle_s": s.get("embed_idle"), "seconds": s,
                 "peak_rss_mb": round(max(x["rss_mb"] for x in runs)),
+                "peak_tree_rss_mb": round(max(x.get("tree_rss_mb", 0) for x in runs)),
                 "embedded": r["embedded"], "reused": r["reused"],
             }
             print(f"{name:9} {r['chunks']:6d} chunks {wall:7.1f}s  {rows[name]['chunks_per_s']:7.1f} "
                   f"chunks/s  {rows[name]['mb_per_s']:.3f} MB/s  embedder busy "
-                  f"{rows[name]['embed_busy_share']:.0%}  peak RSS {rows[name]['peak_rss_mb']} MB",
+                  f"{rows[name]['embed_busy_share']:.0%}  peak RSS {rows[name]['peak_rss_mb']} MB "
+                  f"(all processes together {rows[name]['peak_tree_rss_mb']} MB)",
                   flush=True)
         if a.json:
             a.json.write_text(json.dumps({"folders": a.folders, "copies": a.copies,
