@@ -175,7 +175,7 @@ def _headings(text):
     """(offset, text) of every heading, from an independent full markdown-it parse."""
     from markdown_it import MarkdownIt
 
-    from chunkwise.textio import LineIndex
+    from lines import LineIndex
 
     lines = LineIndex(text)
     toks = MarkdownIt("commonmark").parse(text)
