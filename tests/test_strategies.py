@@ -22,7 +22,8 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 
 from chunkwise import ConfigError
 from chunkwise.api import CHUNKER_VERSION, Chunker, parse_bytes
-from chunkwise.sizing import MAX_CHARS_PER_TOKEN, token_starts
+from chunkwise.boundaries import token_starts
+from chunkwise.sizing import MAX_CHARS_PER_TOKEN
 from chunkwise.strategies import semantic as semantic_module
 from chunkwise.strategies.llm import parse_answer
 from chunkwise.strategies.sentences import sentence_spans

@@ -179,9 +179,9 @@ def main() -> None:
     args = ap.parse_args()
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer)
     if args.tokenizer in ("cl100k_base", "o200k_base"):
-        from chunkwise.sizing import _tiktoken_encoding
+        from chunkwise.sizing import tiktoken_encoding
 
-        tokenize = _tiktoken_encoding(args.tokenizer).encode_ordinary
+        tokenize = tiktoken_encoding(args.tokenizer).encode_ordinary
     else:  # CodeSplitter only takes len() of what the tokenizer returns
         tokenize = lambda s: [0] * chunker.sizer.count(s)  # noqa: E731
     bench_code(sorted((args.corpus / "code").glob("*.py")), chunker, tokenize, args.runs)

@@ -11,7 +11,8 @@ from bisect import bisect_right
 
 from ..fitter import Piece
 from ..model import ParsedDocument
-from ..sizing import Sizer, token_starts
+from ..boundaries import token_starts
+from ..sizing import Sizer
 from ..splitting import LINES, PARAGRAPHS, SENTENCES, WORDS
 from .base import SectionIndex, SpanPacker, split_chars, trim
 
