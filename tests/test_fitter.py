@@ -79,7 +79,7 @@ def test_wrapped_prose_is_cut_at_sentence_ends_not_at_line_ends():
     Every cut inside a paragraph falls after a whole sentence; only a sentence longer than
     the budget is cut inside (a piece then lies within that one sentence, or within the
     heading glued to it and it)."""
-    from chunkwise.strategies.sentences import sentence_spans
+    from chunkwise.sentences import sentence_spans
 
     doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
     pieces = Fitter(get_sizer("minilm"), 64).fit(doc)

@@ -26,7 +26,7 @@ from chunkwise.boundaries import token_starts
 from chunkwise.sizing import MAX_CHARS_PER_TOKEN
 from chunkwise.strategies import semantic as semantic_module
 from chunkwise.strategies.llm import parse_answer
-from chunkwise.strategies.sentences import sentence_spans
+from chunkwise.sentences import sentence_spans
 
 from conftest import FIXTURES
 from contract import check_contract
@@ -537,7 +537,7 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
     `[.!?…]+[closers]*(?=\\s)|[。！？]+[CJK closers]*` finds."""
     import re
 
-    from chunkwise.strategies import sentences
+    from chunkwise import sentences
 
     plain = re.compile(r"(?:[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+[」』”’)\]]*)")
     assert ([m.span() for m in sentences._END.finditer(text)]
@@ -550,7 +550,7 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
 def test_sentence_cuts_shortcut_changes_nothing(text, data):
     """`sentence_cuts` answers at once for a span with no newline and no terminator; on
     any range of any text that answer is the full computation's."""
-    from chunkwise.strategies import sentences
+    from chunkwise import sentences
 
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
@@ -564,7 +564,7 @@ def test_hard_breaks_match_the_plain_pattern(text, data):
     the match ends of the single plain pattern."""
     import re
 
-    from chunkwise.strategies import sentences
+    from chunkwise import sentences
 
     plain_hard = re.compile(
         r"\n[ \t]*\n"  # blank line

@@ -102,7 +102,7 @@ class Chunker:
         change)."""
         from .contextual import make_contextualizer
         from .strategies import make_engine
-        from .strategies.llm import resolve_llm
+        from .llms import resolve_llm
 
         semantic = {k: options.pop(k) for k in ("embedder", "semantic_threshold",
                                                 "semantic_amount", "semantic_window")

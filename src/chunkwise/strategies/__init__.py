@@ -45,7 +45,8 @@ def make_engine(strategy: str, sizer: Sizer, *, llm: Any = None, timeout: float 
     """The planner of `semantic` or `llm` (None for the others, which are plain functions), with
     what its options add to the chunk-id fingerprint. Raises `ConfigError` on bad options."""
     if strategy == "llm":
-        from .llm import LLMStrategy, llm_identity
+        from ..llms import llm_identity
+        from .llm import LLMStrategy
 
         if llm is None:
             raise ConfigError("strategy='llm' needs an llm (a LlamaIndex LLM or module:attr)")

@@ -33,7 +33,7 @@ from ..model import ParsedDocument
 from ..sizing import Sizer
 from ..splitting import NON_PROSE, NON_PROSE_FORMATS, WORD_LEVEL
 from ..structure import Node, build_tree
-from .sentences import sentence_spans
+from ..sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 
