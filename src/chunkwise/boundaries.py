@@ -10,8 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import ConfigError
-from .sizing import TIKTOKEN_ENCODINGS, get_sizer, minilm_tokenizer_path, tiktoken_encoding
+from .sizing import (TIKTOKEN_ENCODINGS, get_sizer, hf_tokenizer, minilm_tokenizer_path,
+                     tiktoken_encoding)
 from .tokenindex import one_pass_anchor
 
 
@@ -85,14 +85,7 @@ def _tiktoken_starts(enc) -> Callable[[str], list[int]]:
 
 
 def _hf_starts(path: Path) -> Callable[[str], list[int]]:
-    from tokenizers import Tokenizer
-
-    try:
-        tok = Tokenizer.from_file(str(path))
-    except Exception as e:
-        raise ConfigError(f"cannot load tokenizer {path}: {e}") from e
-    tok.no_truncation()
-    tok.no_padding()
+    tok = hf_tokenizer(path)
 
     def starts(text: str) -> list[int]:
         offsets = tok.encode(text, add_special_tokens=False).offsets

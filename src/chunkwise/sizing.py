@@ -121,7 +121,8 @@ def _tiktoken_sizer(name: str) -> Sizer:
     return Sizer(name, count, count_many, 0)
 
 
-def _hf_sizer(name: str, path: Path) -> Sizer:
+def hf_tokenizer(path: str | Path):
+    """The Hugging Face tokenizer of a `tokenizer.json`, without truncation or padding."""
     try:
         from tokenizers import Tokenizer
     except ImportError as e:  # pragma: no cover - a core dependency
@@ -132,6 +133,11 @@ def _hf_sizer(name: str, path: Path) -> Sizer:
         raise ConfigError(f"cannot load tokenizer {path}: {e}") from e
     tok.no_truncation()
     tok.no_padding()
+    return tok
+
+
+def _hf_sizer(name: str, path: Path) -> Sizer:
+    tok = hf_tokenizer(path)
     encode = tok.encode
     encode_batch = tok.encode_batch
 

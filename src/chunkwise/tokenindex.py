@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from .errors import ChunkwiseError
-from .sizing import (TIKTOKEN_ENCODINGS, Sizer, get_sizer, minilm_tokenizer_path,
+from .sizing import (TIKTOKEN_ENCODINGS, Sizer, get_sizer, hf_tokenizer, minilm_tokenizer_path,
                      tiktoken_encoding)
 
 if TYPE_CHECKING:
@@ -438,11 +438,8 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
     if spec is None:
         return None
     import numpy as np
-    from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(path)
-    tok.no_truncation()
-    tok.no_padding()
+    tok = hf_tokenizer(path)
     cuts = _WordCuts.for_spec(spec)
     if cuts is not None:
         cuts = cuts.checked(tok)
