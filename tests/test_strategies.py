@@ -588,14 +588,14 @@ def test_baselines_pack_a_long_span_a_window_at_a_time_as_all_at_once(seed, name
     the same chunks as its units packed all at once."""
     import random
 
-    from chunkwise.strategies import base
+    import chunkwise.fitter as fitter
 
     rng = random.Random(seed)
     text = _words(rng, rng.choice([500, 5000, 20000]))
     chunks = []
     with pytest.MonkeyPatch.context() as mp:
         for window in (1 << 60, 1):
-            mp.setattr(base, "_WINDOW", window)
+            mp.setattr(fitter, "_WINDOW", window)
             chunker = Chunker(tokenizer=name, max_tokens=budget, strategy=strategy)
             chunks.append(chunker.chunk_text(text))
     assert chunks[0] == chunks[1]
@@ -607,6 +607,7 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
     is counted a window at a time (a 50 MB line took some 14 GB counted in one batch)."""
     import random
 
+    from chunkwise.fitter import Budget
     from chunkwise.sizing import Sizer, get_sizer
     from chunkwise.strategies import simple
 
@@ -621,7 +622,7 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
 
     spy = Sizer("spy", real.count, count_many, real.overhead)
     doc = parse_bytes(text.encode(), source="line.txt")
-    plan = getattr(simple, f"plan_{strategy}")(doc, spy, 512)
+    plan = getattr(simple, f"plan_{strategy}")(doc, spy, Budget.of(512))
     assert max(batches) < 50_000
     assert plan[0].start == 0 and plan[-1].end == len(text)
     assert all(p.end < q.start for p, q in zip(plan, plan[1:]))

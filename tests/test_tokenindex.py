@@ -289,7 +289,7 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
     monkeypatch.setattr(ti, "_GAP", 4096)
     fitter = Fitter(get_sizer("cl100k_base"), 64)
     pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc)]
-    assert max(tiktoken_encoded) <= fitter.max_chars and len(pieces) > 100
+    assert max(tiktoken_encoded) <= fitter.budget.max_chars and len(pieces) > 100
     monkeypatch.setattr(ti, "_GAP", 1 << 40)  # no gap: the whole run is encoded
     full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
     assert max(tiktoken_encoded) > 100_000

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import ChunkwiseError, ConfigError, ParseError
-from .fitter import Fitter, Piece
+from .fitter import Budget, Fitter, Piece
 from .model import Chunk, ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
 from .strategies import STRATEGIES
@@ -91,6 +91,10 @@ class Chunker:
                       "strategy": str(strategy), **options}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(options)
+        # the planning budget, less the room for a situating sentence and (but for `fixed`,
+        # whose windows overlap natively) the overlap added after planning
+        self._budget = Budget.of(max_tokens - self.context_tokens
+                                 - (0 if strategy == "fixed" else overlap))
         self.fingerprint = hashlib.blake2b(
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{strategy}{extra}".encode(),
             digest_size=8
@@ -154,13 +158,10 @@ class Chunker:
         """Chunks of an already parsed document."""
         if not doc.text.strip():
             return []
-        limit = self.max_tokens - self.context_tokens  # room left for a situating sentence
-        if self.strategy == "fixed":  # windows overlap natively
-            pieces = self._plan(doc, limit)
-        else:
-            pieces = self._plan(doc, limit - self.overlap)
-            if self.overlap:
-                pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
+        pieces = self._plan(doc)
+        if self.overlap and self.strategy != "fixed":  # (fixed windows overlap natively)
+            limit = self.max_tokens - self.context_tokens  # room left for a situating sentence
+            pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self.max_tokens)
         lines = LineCounter(doc.text) if doc.format in _LINE_FORMATS else None
@@ -177,8 +178,9 @@ class Chunker:
                    source: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_file(path, format=format, source=source))
 
-    def _plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
-        """The strategy's planned chunks, each within `budget` tokens."""
+    def _plan(self, doc: ParsedDocument) -> list[Piece]:
+        """The strategy's planned chunks, each within the planning budget."""
+        budget = self._budget
         if self.strategy == "structure":
             return Fitter(self.sizer, budget).fit(doc)
         if self._engine is not None:  # semantic, llm

@@ -18,12 +18,12 @@ import threading
 from collections import Counter
 from typing import Any
 
-from ..fitter import Fitter, Piece
+from ..fitter import Budget, Candidate, Fitter, Piece
 from ..llms import complete
 from ..model import ParsedDocument
 from ..sizing import Sizer
-from ..splitting import LINES, SENTENCES, WORDS, is_prose
-from .base import SectionIndex, SpanPacker, trim
+from ..splitting import LINES, SENTENCES, WORDS, is_prose, trim
+from .base import SectionIndex, pack_span
 
 log = logging.getLogger(__name__)
 
@@ -81,18 +81,19 @@ class LLMStrategy:
         #: `fallback: <reason>` count per refused answer
         self.stats: Counter = Counter()
 
-    def plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
         fallback = Fitter(self.sizer, budget).fit(doc)
         index = SectionIndex(doc, self.sizer, budget)
+        limit = budget.tokens
         out: list[Piece] = []
         stats: Counter = Counter()
-        for group, pieces in self._sections(index, fallback, budget):
+        for group, pieces in self._sections(index, fallback, limit):
             stats["sections"] += 1
             if len(pieces) < 2:  # nothing to decide
                 out.extend(group)
                 continue
             stats["calls"] += 1
-            chunks, reason = self._ask(index, doc, group, pieces, budget)
+            chunks, reason = self._ask(index, doc, group, pieces, limit)
             stats["accepted" if chunks is not None else f"fallback: {reason.split(':')[0]}"] += 1
             out.extend(chunks if chunks is not None else group)
         fell = sum(v for k, v in stats.items() if k.startswith("fallback"))
@@ -138,13 +139,12 @@ class LLMStrategy:
             spans = [trim(text, a, b) for a, b in zip(bounds, bounds[1:])]
             spans = [(a, b) for a, b in spans if a < b]
         out = []
-        words = SpanPacker(index, [WORDS])
         for a, b in spans:
             ctx, _ = index.context_at(a)
             if index.count(ctx, a, b) <= budget:
                 out.append((a, b))
             else:
-                out += [(q.start, q.end) for q in words.pack(a, b)]
+                out += [(q.start, q.end) for q in pack_span(index, [WORDS], a, b)]
         return out
 
     def _ask(self, index: SectionIndex, doc: ParsedDocument, group: list[Piece],
@@ -167,7 +167,7 @@ class LLMStrategy:
             a, b = pieces[s][0], pieces[e - 1][1]
             ctx, _ = index.context_at(a)
             tokens = index.count(ctx, a, b)
-            if tokens > budget or b - a > index.max_chars:
+            if tokens > budget or b - a > index.budget.max_chars:
                 return None, "over budget"
-            chunks.append(index.piece(a, b, ctx, tokens))
+            chunks.append(index.piece(Candidate(a, b, ctx, tokens, ()), []))
         return chunks, ""
