@@ -23,10 +23,11 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from chunkwise import ConfigError
 from chunkwise.api import CHUNKER_VERSION, Chunker, parse_bytes
 from chunkwise.boundaries import token_starts
+from chunkwise.sentences import sentence_spans
 from chunkwise.sizing import MAX_CHARS_PER_TOKEN
+from chunkwise.strategies import SemanticOptions
 from chunkwise.strategies import semantic as semantic_module
 from chunkwise.strategies.llm import parse_answer
-from chunkwise.sentences import sentence_spans
 
 from conftest import FIXTURES
 from contract import check_contract
@@ -387,7 +388,7 @@ def test_semantic_thresholds(threshold, amount):
 def test_semantic_breakpoint_functions():
     d = np.array([0.1, 0.12, 0.11] * 10)
     d[17] = 0.9
-    for method, amount in semantic_module.THRESHOLDS.items():
+    for method, amount in SemanticOptions.THRESHOLDS.items():
         assert list(np.flatnonzero(semantic_module.breakpoints(d, method, amount))) == [17], method
     assert not semantic_module.breakpoints(d, "percentile", 100).any()
     assert semantic_module.breakpoints(d, "percentile", 0).sum() == 20  # all above the minimum
@@ -609,7 +610,7 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
 
     from chunkwise.fitter import Budget
     from chunkwise.sizing import Sizer, get_sizer
-    from chunkwise.strategies import simple
+    from chunkwise.strategies import NoOptions, Setup, simple
 
     rng = random.Random(5)
     vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]
@@ -622,7 +623,8 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
 
     spy = Sizer("spy", real.count, count_many, real.overhead)
     doc = parse_bytes(text.encode(), source="line.txt")
-    plan = getattr(simple, f"plan_{strategy}")(doc, spy, Budget.of(512))
+    setup = Setup(spy, "cl100k_base", 0)
+    plan = getattr(simple, strategy)(setup, NoOptions()).plan(doc, Budget.of(512))
     assert max(batches) < 50_000
     assert plan[0].start == 0 and plan[-1].end == len(text)
     assert all(p.end < q.start for p, q in zip(plan, plan[1:]))

@@ -41,6 +41,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from .errors import ChunkwiseError, ConfigError, MissingDependencyError
+from .sizing import hf_tokenizer, minilm_tokenizer_path
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,6 @@ def default_model_path() -> Path:
 
 def default_tokenizer_path() -> Path:
     """The all-MiniLM-L6-v2 `tokenizer.json` shipped inside chunkwise."""
-    from .sizing import minilm_tokenizer_path
-
     return minilm_tokenizer_path()
 
 
@@ -399,16 +398,8 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _load_tokenizer(path: Path) -> Any:
-    try:
-        from tokenizers import Tokenizer
-    except ImportError as e:  # pragma: no cover - a core dependency
-        raise MissingDependencyError("tokenizers") from e
-    try:
-        tok = Tokenizer.from_file(str(path))
-    except Exception as e:
-        raise ConfigError(f"cannot load tokenizer {path}: {e}") from e
     # The file ships with fixed padding and truncation at 128; the model's window is 256 and
     # padding is done per batch in pad_batch.
-    tok.no_padding()
+    tok = hf_tokenizer(path)
     tok.enable_truncation(max_length=MAX_TOKENS)
     return tok

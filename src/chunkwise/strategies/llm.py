@@ -18,11 +18,13 @@ import threading
 from collections import Counter
 from typing import Any
 
+from ..errors import ConfigError
 from ..fitter import Budget, Candidate, Fitter, Piece
-from ..llms import complete
+from ..llms import complete, llm_identity
 from ..model import ParsedDocument
 from ..sizing import Sizer
 from ..splitting import LINES, SENTENCES, WORDS, is_prose, trim
+from . import NoOptions, Setup
 from .base import SectionIndex, pack_span
 
 log = logging.getLogger(__name__)
@@ -71,11 +73,20 @@ def parse_answer(answer: str, count: int) -> list[int] | str:
     return [0, *(x - 1 for x in numbers)]
 
 
+def make(setup: Setup, options: NoOptions) -> LLMStrategy:
+    if setup.llm is None:
+        raise ConfigError("strategy='llm' needs an llm (a LlamaIndex LLM or module:attr)")
+    return LLMStrategy(setup.sizer, llm=setup.llm, timeout=setup.timeout)
+
+
 class LLMStrategy:
-    """Options of the `llm` strategy; `plan` is safe to call from several threads."""
+    """The `llm` strategy; `plan` is safe to call from several threads."""
+
+    overlaps = False
 
     def __init__(self, sizer: Sizer, *, llm: Any, timeout: float) -> None:
         self.sizer, self.llm, self.timeout = sizer, llm, timeout
+        self.identity = f"|llm={llm_identity(llm)}"
         self._lock = threading.Lock()
         #: cumulative: sections, calls (sections of one piece need none), accepted, and one
         #: `fallback: <reason>` count per refused answer

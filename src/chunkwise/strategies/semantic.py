@@ -33,12 +33,12 @@ from ..fitter import Budget, Cuts, Fitter, Piece, Policy, Unit
 from ..model import ParsedDocument
 from ..sizing import Sizer
 from ..splitting import NON_PROSE, NON_PROSE_FORMATS, WORD_LEVEL, trim
-from ..structure import Node, build_tree
 from ..sentences import sentence_spans
+from ..structure import Node, build_tree
+from . import SemanticOptions, Setup
 
 log = logging.getLogger(__name__)
 
-THRESHOLDS = {"percentile": 95.0, "stddev": 3.0, "iqr": 1.5, "gradient": 95.0}
 #: boundaries measured per step, and texts per call of the embedder
 BATCH = 128
 MAX_CALL = 256
@@ -112,13 +112,29 @@ def _unit_rows(vectors: Any) -> np.ndarray:
     return m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
 
 
+def make(setup: Setup, options: SemanticOptions) -> SemanticStrategy:
+    return SemanticStrategy(setup.sizer, embedder=options.embedder, threshold=options.threshold,
+                            amount=float(options.amount), window=options.window)
+
+
+def _identity(fn: Any) -> str:
+    """A stable name for an embed function (part of the semantic strategy's ids)."""
+    if fn is None:
+        return "minilm"
+    target = fn if callable(fn) and hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}"
+
+
 class SemanticStrategy:
-    """Options of the `semantic` strategy; `plan` is safe to call from several threads."""
+    """The `semantic` strategy; `plan` is safe to call from several threads."""
+
+    overlaps = False
 
     def __init__(self, sizer: Sizer, *, embedder: Embed | None, threshold: str, amount: float,
                  window: int) -> None:
         self.sizer, self.threshold, self.amount, self.window = sizer, threshold, amount, window
         self._embedder = embedder
+        self.identity = f"|{threshold}={amount!r}|window={window}|embedder={_identity(embedder)}"
         self._lock = threading.Lock()
         #: cumulative: documents, sentences, embedded (sentences), embed_calls
         self.stats: Counter = Counter()

@@ -9,25 +9,56 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from types import MappingProxyType
+from typing import Sequence
 
 from ..boundaries import token_starts
 from ..fitter import Budget, Candidate, Fitter, Piece, Policy
 from ..model import ParsedDocument
 from ..sizing import Sizer
-from ..splitting import LINES, PARAGRAPHS, SENTENCES, WORDS, trim
+from ..splitting import LINES, PARAGRAPHS, SENTENCES, WORDS, Splitter, trim
+from . import NoOptions, Setup
 from .base import SectionIndex, pack_span
 
 
-def plan_sentence(doc: ParsedDocument, sizer: Sizer, budget: Budget) -> list[Piece]:
+class Packed:
+    """`sentence` and `recursive`: the whole text packed greedily over a hierarchy of
+    splitters."""
+
+    identity, overlaps, stats = "", False, MappingProxyType({})
+
+    def __init__(self, sizer: Sizer, levels: Sequence[Splitter]) -> None:
+        self.sizer, self.levels = sizer, tuple(levels)
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        return pack_span(SectionIndex(doc, self.sizer, budget), self.levels, 0, len(doc.text))
+
+
+def sentence(setup: Setup, options: NoOptions) -> Packed:
     """Whole sentences packed to the budget; a sentence that does not fit alone is cut at
     words (characters for a single overlong word)."""
-    return pack_span(SectionIndex(doc, sizer, budget), [SENTENCES, WORDS], 0, len(doc.text))
+    return Packed(setup.sizer, [SENTENCES, WORDS])
 
 
-def plan_recursive(doc: ParsedDocument, sizer: Sizer, budget: Budget) -> list[Piece]:
+def recursive(setup: Setup, options: NoOptions) -> Packed:
     """The classic recursive splitter: blank lines, lines, sentence ends, spaces, characters."""
-    return pack_span(SectionIndex(doc, sizer, budget), [PARAGRAPHS, LINES, SENTENCES, WORDS],
-                     0, len(doc.text))
+    return Packed(setup.sizer, [PARAGRAPHS, LINES, SENTENCES, WORDS])
+
+
+class Fixed:
+    """`fixed`: windows of tokens (see `plan_fixed`); they overlap by themselves."""
+
+    identity, overlaps, stats = "", True, MappingProxyType({})
+
+    def __init__(self, sizer: Sizer, tokenizer: str, overlap: int) -> None:
+        self.sizer, self.tokenizer, self.overlap = sizer, tokenizer, overlap
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        return plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap)
+
+
+def fixed(setup: Setup, options: NoOptions) -> Fixed:
+    return Fixed(setup.sizer, setup.tokenizer, setup.overlap)
 
 
 def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: Budget,
