@@ -184,6 +184,24 @@ def test_structure_fingerprint_is_unchanged():
         assert Chunker(**kw).fingerprint == want.hexdigest()
 
 
+def test_chunker_pickles_with_its_strategy_and_options():
+    """A process pool's workers get the Chunker rebuilt from its options (`__reduce__`): the
+    same strategy, options and fingerprint, so the same chunks."""
+    import pickle
+
+    from chunkwise.strategies import StrategySpec
+
+    data = (FIXTURES / "fastapi__features.md").read_bytes()
+    for chunker in [Chunker(max_tokens=128, tokenizer="cl100k_base", overlap=16),
+                    Chunker(strategy="fixed", overlap=8),
+                    Chunker(strategy=StrategySpec("semantic", {"semantic_threshold": "stddev"}),
+                            options=SemanticOptions(window=2), semantic_amount=2.0)]:
+        copy = pickle.loads(pickle.dumps(chunker))
+        assert (copy.strategy, copy.fingerprint) == (chunker.strategy, chunker.fingerprint)
+        if chunker.strategy != "semantic":  # (that one would load the embedding model)
+            assert copy.chunk_bytes(data, source="f.md") == chunker.chunk_bytes(data, source="f.md")
+
+
 def test_ids_are_deterministic_and_differ_between_strategies():
     data = (FIXTURES / "fastapi__features.md").read_bytes()
     llm = ScriptedLLM(script=planner)
