@@ -8,7 +8,6 @@ tree-sitter until a document of that format is parsed.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from pathlib import PurePath
 from typing import Callable
 
@@ -36,15 +35,6 @@ EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python",
     ".csv": "csv", ".tsv": "csv",
 }
-
-
-def available_formats() -> list[str]:
-    """Formats whose parser module is present."""
-    out = []
-    for fmt, mod in MODULES.items():
-        if importlib.util.find_spec(f"chunkwise.parsers.{mod}") is not None:
-            out.append(fmt)
-    return out
 
 
 def get_parser(fmt: str) -> Parser:

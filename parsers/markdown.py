@@ -66,8 +66,11 @@ _BLOCK_KINDS = {
 
 @lru_cache(maxsize=2)
 def _markdown(fast: bool = True):
-    """The block parser; `fast` swaps in the equivalent rules of `markdown_rules`."""
+    """The block parser, and a function making its block state for a text. `fast` swaps in the equivalent
+    rules and state of `markdown_rules` where they apply (under the markdown-it-py release
+    they follow, which `pyproject.toml` pins); elsewhere markdown-it's own run, slower."""
     from markdown_it import MarkdownIt
+    from markdown_it.rules_block import StateBlock
 
     md = MarkdownIt("commonmark", {"maxNesting": 20}).enable("table")
     # Only block structure is needed. Inline parsing (and text_join, which post-processes
@@ -80,23 +83,22 @@ def _markdown(fast: bool = True):
     # inside must not be read as Markdown headings or lists.
     md.disable(["inline", "text_join", "reference", "normalize"])
     if fast:
-        from .markdown_rules import install
-
-        install(md)
-    return md
+        try:
+            from . import markdown_rules as fast_rules
+        except ImportError:  # a markdown-it-py without the internals they use
+            fast_rules = None
+        if fast_rules is not None and fast_rules.install(md):
+            return md, partial(fast_rules.State, md=md)
+    return md, lambda text: StateBlock(text, md, {}, [])
 
 
 def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
-    from markdown_it.rules_block import StateBlock
-
-    from .markdown_rules import State
-
     text, warnings = decode(data, source)
-    md = _markdown(_fast)
+    md, new_state = _markdown(_fast)
     # What `md.parse` does, minus the core rules (none needed, see `_markdown`), keeping the
     # line starts markdown-it computes anyway (they index `Token.map`; the fake line past
     # the end starts at len(text)), and starting after the front matter.
-    state = State(text, md) if _fast else StateBlock(text, md, {}, [])
+    state = new_state(text)
     starts = list(state.bMarks)
     title, body_line, sections = _front_matter(text, starts)
     try:

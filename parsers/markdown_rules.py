@@ -21,7 +21,10 @@ blocks no content.
 Python loop per line, and its tokens without the dataclass machinery of `Token`.
 
 `install(md)` swaps these in only when the rule chains are exactly the ones this prefilter was
-written for; otherwise markdown-it's own code runs.
+written for, and markdown-it-py is the release series these follow (`FOLLOWS`); otherwise
+markdown-it's own code runs (the same sections, slower). `pyproject.toml` pins that series;
+moving the pin means re-reading upstream's changes to these rules and running
+`tests/parsers/test_markdown_rules.py` against the new release.
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ import types
 from itertools import accumulate, compress, repeat
 from operator import add, sub
 
+import markdown_it
 from markdown_it.common.utils import isStrSpace, mdTrim
 from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 from markdown_it.rules_block.table import (MAX_AUTOCOMPLETED_CELLS, escapedSplit,
                                            headerLineRe)
 
+#: the markdown-it-py release whose block loop and rules these follow, line for line
+FOLLOWS = "4.3.0"
 #: the block rules in the order markdown-it tries them
 _BLOCK_RULES = ["table", "code", "_fence_rule", "blockquote", "hr", "list_block", "html_block",
                 "heading", "lheading", "paragraph"]
@@ -62,10 +68,13 @@ _LIST_BY_CHAR: dict[str, tuple] = {}
 
 
 def install(md) -> bool:
-    """Swap the faster block loop into `md` if its rule chains are the known ones. (The
+    """Swap the faster block loop into `md` if its rule chains are the known ones, under the
+    markdown-it-py release series these follow (`FOLLOWS`). (The
     loop calls this module's `table` and `text_block` itself, and markdown-it's own rules
     ask no chain that holds them, so its ruler is left as it is.)"""
     ruler = md.block.ruler
+    if markdown_it.__version__.split(".")[:2] != FOLLOWS.split(".")[:2]:
+        return False
     if md.options.get("tasklists"):  # list items with checkboxes: `list_block` has none
         return False
     if [r.__name__ for r in ruler.getRules("")] != _BLOCK_RULES:

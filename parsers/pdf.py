@@ -26,7 +26,9 @@ letters are joined, ligatures (ﬁ, ﬂ, …) expanded, control characters dropp
 spaces removed. Title: metadata /Title when meaningful, else the biggest line of the first
 page, else the first heading, else the file name. Sections: heading sections nested by depth
 (one runs to the next heading of the same or a higher level, across pages) and paragraphs;
-`page` sections only with `PAGE_SECTIONS` (see there). Damaged files are read by pypdf in
+no `page` sections: a page boundary is an accident of layout (paragraphs run on), and as
+sections pages would stop the fitter from joining the tail of one page with the head of the
+next (page_start/page_end are exact without them). Damaged files are read by pypdf in
 non-strict mode; what it cannot read is a `ParseError`, a page it cannot extract a warning.
 A page over `MAX_PAGE_CONTENT` bytes of content, or over `PAGE_SECONDS` of extraction, is
 left out with the same warning (see there).
@@ -41,7 +43,6 @@ import signal
 import statistics
 import threading
 import unicodedata
-from bisect import bisect_left, bisect_right
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,13 +53,6 @@ from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
 
 logger = logging.getLogger(__name__)
-
-#: Emit `page` sections (for the pages no heading section partially overlaps)? Off: a page
-#: boundary is an accident of layout (paragraphs run on), and as sections pages stop the
-#: fitter from joining the tail of one page with the head of the next. On the corpus (10
-#: PDFs, minilm, 256 tokens) page sections gave 1379 chunks, 464 of them under 200 chars,
-#: against 1220 and 277 without; page_start/page_end are exact either way.
-PAGE_SECTIONS = False
 
 #: A page whose content streams hold more than this many bytes (decoded) is left out, with a
 #: warning naming it, before pypdf extracts it. pypdf's extraction time grows with the
@@ -75,7 +69,6 @@ MAX_PAGE_CONTENT = 4 << 20
 PAGE_SECONDS = 10.0
 
 _LEVEL_HEADING = 100  # minus the heading depth
-_LEVEL_PAGE = 50
 _LEVEL_PARAGRAPH = 10
 
 # Running headers/footers.
@@ -168,7 +161,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
                         else "no text layer (a scanned PDF?): nothing to extract")
     title = (meta_title or _first_page_title(pages, body) or (heads[0][2] if heads else "")
              or PurePath(source).stem)
-    sections = _sections(text, page_spans, blocks, heads, title)
+    sections = _sections(text, blocks, heads, title)
     return ParsedDocument(
         source=source, format="pdf", text=text, sections=tuple(sections), title=title,
         page_starts=tuple(s for s, _ in page_spans), warnings=tuple(warnings),
@@ -935,8 +928,8 @@ def _join_lines(lines: list[_Line]) -> str:
 
 
 # ------------------------------------------------------------------------------ sections
-def _sections(text: str, page_spans: list[tuple[int, int]], blocks: list[tuple[int, int]],
-              heads: list[tuple[int, int, str]], title: str) -> list[Section]:
+def _sections(text: str, blocks: list[tuple[int, int]], heads: list[tuple[int, int, str]],
+              title: str) -> list[Section]:
     heads = sorted(heads, key=lambda h: h[0])  # stable: outline order at equal offsets
     spans = _heading_spans(text, heads, title)
     sections = [Section(s, e, _LEVEL_HEADING - min(d, 40), "section", path)
@@ -944,10 +937,6 @@ def _sections(text: str, page_spans: list[tuple[int, int]], blocks: list[tuple[i
     for (s, e), path in zip(blocks, _enclosing_paths(spans, blocks, title)):
         if s < e:
             sections.append(Section(s, e, _LEVEL_PARAGRAPH, "paragraph", path))
-    if PAGE_SECTIONS:
-        trimmed = [(s, e) for s, e, *_ in spans if s < e]
-        for s, e in _pages_without_overlap(page_spans, trimmed):
-            sections.append(Section(s, e, _LEVEL_PAGE, "page"))
     return sections
 
 
@@ -994,34 +983,4 @@ def _enclosing_paths(spans: list[tuple[int, int, int, tuple[str, ...]]],
         while open_ and open_[-1][0] <= s:
             open_.pop()
         out.append(open_[-1][1] if open_ else (title,))
-    return out
-
-
-def _pages_without_overlap(page_spans: list[tuple[int, int]],
-                           heads: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Non-empty pages that no heading section partially overlaps (linear after sorting:
-    the pages are disjoint and ordered, so each heading is looked at a bounded number of
-    times)."""
-    by_start = sorted(heads)
-    starts = [s for s, _ in by_start]
-    by_end = sorted(heads, key=lambda h: h[1])
-    ends = [e for _, e in by_end]
-    out = []
-    for ps, pe in page_spans:
-        if ps >= pe:
-            continue
-        ok = True
-        # a heading starting inside the page must end inside it too
-        for k in range(bisect_right(starts, ps), bisect_left(starts, pe)):
-            if by_start[k][1] > pe:
-                ok = False
-                break
-        # a heading ending inside the page must start inside it too
-        if ok:
-            for k in range(bisect_right(ends, ps), bisect_left(ends, pe)):
-                if by_end[k][0] < ps:
-                    ok = False
-                    break
-        if ok:
-            out.append((ps, pe))
     return out

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise.api import parse_bytes
-from chunkwise.fitter import Fitter
+from chunkwise.fitter import Fitter, Policy
 from chunkwise.sizing import Sizer, get_sizer
 from chunkwise.splitting import longest_fit
 from chunkwise.tokenindex import _tiktoken_builder
@@ -79,7 +79,7 @@ def test_wrapped_prose_is_cut_at_sentence_ends_not_at_line_ends():
     Every cut inside a paragraph falls after a whole sentence; only a sentence longer than
     the budget is cut inside (a piece then lies within that one sentence, or within the
     heading glued to it and it)."""
-    from chunkwise.strategies.sentences import sentence_spans
+    from chunkwise.sentences import sentence_spans
 
     doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
     pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
@@ -155,27 +155,27 @@ def test_character_split_of_a_long_dense_line_counts_spans_near_its_pieces():
     assert sum(counted) < 12 * mean_piece * len(pieces)
 
 
-class _RecordingFitter(Fitter):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.counted: list[int] = []
-
-    def _count(self, context, a, b):
-        self.counted.append(b - a)
-        return super()._count(context, a, b)
-
-
 @pytest.mark.parametrize("name", ["minilm", "cl100k_base"])
-def test_a_paragraph_too_long_for_the_character_cap_is_never_counted_whole(name):
+def test_a_paragraph_too_long_for_the_character_cap_is_never_counted_whole(name, monkeypatch):
     """A unit longer than the cap (`MAX_CHARS_PER_TOKEN` a token) cannot be a chunk whatever
     its count: it is split without counting it (to WordPiece a run without a space is one
     [UNK], so its estimate fits, and it used to be encoded whole)."""
+    import chunkwise.fitter as fitter_module
+
+    counted: list[int] = []
+    count = fitter_module._Tree.count
+
+    def recording(self, context, a, b):
+        counted.append(b - a)
+        return count(self, context, a, b)
+
+    monkeypatch.setattr(fitter_module._Tree, "count", recording)
     text = "intro words here\n\n" + "x" * 300_000 + "\n\nlast words"
     doc = parse_bytes(text.encode(), source="run.txt")
-    fitter = _RecordingFitter(get_sizer(name), 64)
+    fitter = Fitter(get_sizer(name), 64)
     pieces = fitter.fit(doc)
-    assert max(fitter.counted) <= fitter.max_chars
-    assert all(p.end - p.start <= fitter.max_chars for p in pieces)
+    assert max(counted) <= fitter.budget.max_chars
+    assert all(p.end - p.start <= fitter.budget.max_chars for p in pieces)
     for p in pieces:
         embed = f"{p.context}\n\n" * bool(p.context) + doc.text[p.start:p.end]
         assert p.tokens == get_sizer(name).count(embed) <= 64
@@ -233,16 +233,16 @@ def test_a_long_leaf_packed_a_window_at_a_time_gives_the_chunks_of_all_at_once(
         assert _plan(doc, name, budget) == whole
 
 
-class _UnitsFitter(Fitter):
+class _UnitsPolicy(Policy):
     """Records how many units each packing is given."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self):
+        super().__init__()
         self.packed: list[int] = []
 
-    def _stops(self, units):
+    def cuts(self, units):
         self.packed.append(len(units))
-        return super()._stops(units)
+        return super().cuts(units)
 
 
 def test_a_long_line_of_words_is_never_all_units_at_once():
@@ -254,9 +254,9 @@ def test_a_long_line_of_words_is_never_all_units_at_once():
     vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]
     text = " ".join(rng.choices(vocabulary, k=100_000))
     doc = parse_bytes(text.encode(), source="line.txt")
-    fitter = _UnitsFitter(get_sizer("cl100k_base"), 512)
-    pieces = fitter.fit(doc)
-    assert max(fitter.packed) < 50_000
+    policy = _UnitsPolicy()
+    pieces = Fitter(get_sizer("cl100k_base"), 512, policy=policy).fit(doc)
+    assert max(policy.packed) < 50_000
     assert pieces[0].start == 0 and pieces[-1].end == len(text.rstrip())
     assert all(p.end < q.start for p, q in zip(pieces, pieces[1:]))
 

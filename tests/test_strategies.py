@@ -22,10 +22,12 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 
 from chunkwise import ConfigError
 from chunkwise.api import CHUNKER_VERSION, Chunker, parse_bytes
-from chunkwise.sizing import MAX_CHARS_PER_TOKEN, token_starts
+from chunkwise.boundaries import token_starts
+from chunkwise.sentences import sentence_spans
+from chunkwise.sizing import MAX_CHARS_PER_TOKEN
+from chunkwise.strategies import SemanticOptions
 from chunkwise.strategies import semantic as semantic_module
 from chunkwise.strategies.llm import parse_answer
-from chunkwise.strategies.sentences import sentence_spans
 
 from conftest import FIXTURES
 from contract import check_contract
@@ -180,6 +182,24 @@ def test_structure_fingerprint_is_unchanged():
         want = hashlib.blake2b(f"chunkwise-{CHUNKER_VERSION}|{spec}|structure".encode(),
                                digest_size=8)
         assert Chunker(**kw).fingerprint == want.hexdigest()
+
+
+def test_chunker_pickles_with_its_strategy_and_options():
+    """A process pool's workers get the Chunker rebuilt from its options (`__reduce__`): the
+    same strategy, options and fingerprint, so the same chunks."""
+    import pickle
+
+    from chunkwise.strategies import StrategySpec
+
+    data = (FIXTURES / "fastapi__features.md").read_bytes()
+    for chunker in [Chunker(max_tokens=128, tokenizer="cl100k_base", overlap=16),
+                    Chunker(strategy="fixed", overlap=8),
+                    Chunker(strategy=StrategySpec("semantic", {"semantic_threshold": "stddev"}),
+                            options=SemanticOptions(window=2), semantic_amount=2.0)]:
+        copy = pickle.loads(pickle.dumps(chunker))
+        assert (copy.strategy, copy.fingerprint) == (chunker.strategy, chunker.fingerprint)
+        if chunker.strategy != "semantic":  # (that one would load the embedding model)
+            assert copy.chunk_bytes(data, source="f.md") == chunker.chunk_bytes(data, source="f.md")
 
 
 def test_ids_are_deterministic_and_differ_between_strategies():
@@ -386,7 +406,7 @@ def test_semantic_thresholds(threshold, amount):
 def test_semantic_breakpoint_functions():
     d = np.array([0.1, 0.12, 0.11] * 10)
     d[17] = 0.9
-    for method, amount in semantic_module.THRESHOLDS.items():
+    for method, amount in SemanticOptions.THRESHOLDS.items():
         assert list(np.flatnonzero(semantic_module.breakpoints(d, method, amount))) == [17], method
     assert not semantic_module.breakpoints(d, "percentile", 100).any()
     assert semantic_module.breakpoints(d, "percentile", 0).sum() == 20  # all above the minimum
@@ -536,7 +556,7 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
     `[.!?…]+[closers]*(?=\\s)|[。！？]+[CJK closers]*` finds."""
     import re
 
-    from chunkwise.strategies import sentences
+    from chunkwise import sentences
 
     plain = re.compile(r"(?:[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+[」』”’)\]]*)")
     assert ([m.span() for m in sentences._END.finditer(text)]
@@ -549,7 +569,7 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
 def test_sentence_cuts_shortcut_changes_nothing(text, data):
     """`sentence_cuts` answers at once for a span with no newline and no terminator; on
     any range of any text that answer is the full computation's."""
-    from chunkwise.strategies import sentences
+    from chunkwise import sentences
 
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
@@ -563,7 +583,7 @@ def test_hard_breaks_match_the_plain_pattern(text, data):
     the match ends of the single plain pattern."""
     import re
 
-    from chunkwise.strategies import sentences
+    from chunkwise import sentences
 
     plain_hard = re.compile(
         r"\n[ \t]*\n"  # blank line
@@ -587,14 +607,14 @@ def test_baselines_pack_a_long_span_a_window_at_a_time_as_all_at_once(seed, name
     the same chunks as its units packed all at once."""
     import random
 
-    from chunkwise.strategies import base
+    import chunkwise.fitter as fitter
 
     rng = random.Random(seed)
     text = _words(rng, rng.choice([500, 5000, 20000]))
     chunks = []
     with pytest.MonkeyPatch.context() as mp:
         for window in (1 << 60, 1):
-            mp.setattr(base, "_WINDOW", window)
+            mp.setattr(fitter, "_WINDOW", window)
             chunker = Chunker(tokenizer=name, max_tokens=budget, strategy=strategy)
             chunks.append(chunker.chunk_text(text))
     assert chunks[0] == chunks[1]
@@ -606,8 +626,9 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
     is counted a window at a time (a 50 MB line took some 14 GB counted in one batch)."""
     import random
 
+    from chunkwise.fitter import Budget
     from chunkwise.sizing import Sizer, get_sizer
-    from chunkwise.strategies import simple
+    from chunkwise.strategies import NoOptions, Setup, simple
 
     rng = random.Random(5)
     vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]
@@ -620,7 +641,8 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
 
     spy = Sizer("spy", real.count, count_many, real.overhead)
     doc = parse_bytes(text.encode(), source="line.txt")
-    plan = getattr(simple, f"plan_{strategy}")(doc, spy, 512)
+    setup = Setup(spy, "cl100k_base", 0)
+    plan = getattr(simple, strategy)(setup, NoOptions()).plan(doc, Budget.of(512))
     assert max(batches) < 50_000
     assert plan[0].start == 0 and plan[-1].end == len(text)
     assert all(p.end < q.start for p, q in zip(plan, plan[1:]))

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from chunkwise.errors import ParseError
 from chunkwise.parsers import html
-from chunkwise.textio import (LineCounter, LineIndex, declared_encoding, decode, looks_binary,
-                              source_name)
+from chunkwise.textio import LineCounter, declared_encoding, decode, looks_binary, source_name
+from lines import LineIndex
 
 
 @given(st.text(alphabet="ab\n", max_size=200), st.lists(st.integers(0, 200), max_size=30))

@@ -289,7 +289,7 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
     monkeypatch.setattr(ti, "_GAP", 4096)
     fitter = Fitter(get_sizer("cl100k_base"), 64)
     pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc)]
-    assert max(tiktoken_encoded) <= fitter.max_chars and len(pieces) > 100
+    assert max(tiktoken_encoded) <= fitter.budget.max_chars and len(pieces) > 100
     monkeypatch.setattr(ti, "_GAP", 1 << 40)  # no gap: the whole run is encoded
     full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
     assert max(tiktoken_encoded) > 100_000
@@ -300,12 +300,13 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
 def test_token_starts_in_blocks_are_those_of_one_pass(name, monkeypatch):
     """`token_starts` (the `fixed` strategy's cut points) encodes a long text in blocks cut
     at anchors, here of 16 characters: the starts are those of one encode of the whole."""
-    import chunkwise.sizing as sizing
+    import chunkwise.boundaries as boundaries
+    from chunkwise.sizing import tiktoken_encoding
 
-    one_pass = sizing._hf_starts(minilm_tokenizer_path()) if name == "minilm" \
-        else sizing._tiktoken_starts(sizing._tiktoken_encoding(name))
-    monkeypatch.setattr(sizing, "_STARTS_BLOCK", 16)
-    starts = sizing.token_starts(name)
+    one_pass = boundaries._hf_starts(minilm_tokenizer_path()) if name == "minilm" \
+        else boundaries._tiktoken_starts(tiktoken_encoding(name))
+    monkeypatch.setattr(boundaries, "_STARTS_BLOCK", 16)
+    starts = boundaries.token_starts(name)
     rng = random.Random(name)
     for _ in range(150):
         text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 200)))
@@ -314,7 +315,7 @@ def test_token_starts_in_blocks_are_those_of_one_pass(name, monkeypatch):
 
 def test_token_starts_of_a_long_text_encode_bounded_blocks(hf_encoded):
     """A 2 MB text is not given to the tokenizer at once (it took 1.6 GB for 9 MB)."""
-    from chunkwise.sizing import _STARTS_BLOCK, token_starts
+    from chunkwise.boundaries import _STARTS_BLOCK, token_starts
 
     text = "Some words, then more words.\n" * 70_000
     token_starts.cache_clear()  # a tokenizer loaded while `hf_encoded` records

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import ChunkwiseError, ConfigError, ParseError
-from .fitter import Fitter, Piece
+from .fitter import Budget, Piece
 from .model import Chunk, ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
-from .strategies import STRATEGIES
+from .strategies import REGISTRY, Registered, Setup, StrategySpec, registered
 from .textio import LineCounter, source_name
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,10 @@ class Chunker:
             (reserved inside the budget); must be less than half of `max_tokens`.
         strategy: `structure` (default: sections first, recursive fallback), `fixed`,
             `sentence`, `recursive`, `semantic` or `llm`; see `chunkwise.strategies`. Only
-            `structure` and `semantic` keep chunks inside sections (invariant 4).
+            `structure` and `semantic` keep chunks inside sections (invariant 4). A
+            `StrategySpec` (the CLI's) also carries keyword arguments of this Chunker.
+        options: the strategy's options object (`chunkwise.strategies.REGISTRY[name].options`,
+            e.g. `SemanticOptions(window=2)`); its keyword arguments below win over it.
         embedder: `semantic` only: a function from a list of texts to vectors (or a LlamaIndex
             embed model); default all-MiniLM-L6-v2, loaded on first use.
         semantic_threshold: `percentile` (default), `stddev`, `iqr` or `gradient`.
@@ -60,78 +63,87 @@ class Chunker:
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
-                 strategy: str = "structure", embedder: Any = None,
-                 semantic_threshold: str | None = None, semantic_amount: float | None = None,
-                 semantic_window: int | None = None, llm: Any = None,
-                 llm_timeout: float | None = None, contextualize: Any = False,
+                 strategy: str | StrategySpec = "structure", options: Any = None,
+                 embedder: Any = None, semantic_threshold: str | None = None,
+                 semantic_amount: float | None = None, semantic_window: int | None = None,
+                 llm: Any = None, llm_timeout: float | None = None, contextualize: Any = False,
                  context_cache: str | os.PathLike | None = None,
                  context_tokens: int | None = None) -> None:
-        options = {k: v for k, v in getattr(strategy, "options", {}).items()}
+        keywords = dict(strategy.keywords) if isinstance(strategy, StrategySpec) else {}
         given = dict(embedder=embedder, semantic_threshold=semantic_threshold,
                      semantic_amount=semantic_amount, semantic_window=semantic_window, llm=llm,
                      llm_timeout=llm_timeout,
                      contextualize=None if contextualize is False else contextualize,
                      context_cache=context_cache, context_tokens=context_tokens)
-        options.update({k: v for k, v in given.items() if v is not None})
-        strategy = str(strategy) if isinstance(strategy, str) else strategy
+        keywords.update({k: v for k, v in given.items() if v is not None})
+        name = strategy.name if isinstance(strategy, StrategySpec) else strategy
         if not isinstance(max_tokens, int) or max_tokens < _MIN_TOKENS:
             raise ConfigError(f"max_tokens must be an integer >= {_MIN_TOKENS}, got {max_tokens!r}")
         if not isinstance(overlap, int) or overlap < 0:
             raise ConfigError(f"overlap must be a non-negative integer, got {overlap!r}")
         if overlap * 2 >= max_tokens:
             raise ConfigError(f"overlap ({overlap}) must be less than half of max_tokens ({max_tokens})")
-        if strategy not in STRATEGIES:
-            raise ConfigError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+        row = registered(name)
         self.max_tokens = max_tokens
         self.tokenizer = tokenizer
         self.overlap = overlap
-        self.strategy = strategy
+        self.strategy = name
         # what rebuilds this Chunker in another process (see __reduce__)
         self._spec = {"max_tokens": max_tokens, "tokenizer": tokenizer, "overlap": overlap,
-                      "strategy": str(strategy), **options}
+                      "strategy": name, "options": options, **keywords}
         self.sizer = get_sizer(tokenizer)
-        extra = self._configure(options)
+        extra = self._configure(row, options, keywords)
+        # the planning budget, less the room for a situating sentence and, unless the
+        # strategy's chunks overlap by themselves, the overlap added after planning
+        self._budget = Budget.of(max_tokens - self.context_tokens
+                                 - (0 if self._strategy.overlaps else overlap))
         self.fingerprint = hashlib.blake2b(
-            f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{strategy}{extra}".encode(),
+            f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
             digest_size=8
         ).hexdigest()
 
-    def _configure(self, options: dict[str, Any]) -> str:
+    def _configure(self, row: Registered, options: Any, keywords: dict[str, Any]) -> str:
         """Validate the strategy's and the contextualizer's options and build them; returns
         what they add to the fingerprint (nothing for `structure` alone, so its ids never
         change)."""
         from .contextual import make_contextualizer
-        from .strategies import make_engine
-        from .strategies.llm import resolve_llm
+        from .llms import resolve_llm
 
-        semantic = {k: options.pop(k) for k in ("embedder", "semantic_threshold",
-                                                "semantic_amount", "semantic_window")
-                    if k in options}
-        if semantic and self.strategy != "semantic":
-            raise ConfigError(f"{', '.join(sorted(semantic))}: only for strategy='semantic'")
-        contextualize = options.pop("contextualize", None)
-        llm = resolve_llm(options.pop("llm", None))
-        timeout = options.pop("llm_timeout", _DEFAULT_LLM_TIMEOUT)
+        mine = {row.keywords[k]: keywords.pop(k) for k in list(keywords) if k in row.keywords}
+        for other in REGISTRY.values():
+            theirs = sorted(k for k in keywords if k in other.keywords)
+            if theirs:
+                raise ConfigError(f"{', '.join(theirs)}: only for strategy={other.name!r}")
+        if options is None:
+            options = row.options(**mine)
+        elif not isinstance(options, row.options):
+            raise ConfigError(f"options of strategy={row.name!r} must be a "
+                              f"{row.options.__name__}, got {options!r}")
+        elif mine:
+            options = replace(options, **mine)
+        contextualize = keywords.pop("contextualize", None)
+        llm = resolve_llm(keywords.pop("llm", None))
+        timeout = keywords.pop("llm_timeout", _DEFAULT_LLM_TIMEOUT)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise ConfigError(f"llm_timeout must be a positive number of seconds, got {timeout!r}")
-        if llm is not None and self.strategy != "llm" and contextualize is not True:
+        if llm is not None and not row.uses_llm and contextualize is not True:
             raise ConfigError("llm: only for strategy='llm' or contextualize=True")
-        self._engine, extra = make_engine(self.strategy, self.sizer, llm=llm,
-                                          timeout=float(timeout), **semantic)
+        self._strategy = row.factory(Setup(self.sizer, self.tokenizer, self.overlap, llm,
+                                           float(timeout)), options)
         self.contextualizer, self.context_tokens, more = make_contextualizer(
             contextualize, llm, self.sizer, room=self.max_tokens - self.overlap,
-            timeout=float(timeout), cache_dir=options.pop("context_cache", None),
-            reserve=options.pop("context_tokens", None))
-        if options:
-            raise ConfigError(f"unknown options: {', '.join(sorted(options))}")
-        return extra + more
+            timeout=float(timeout), cache_dir=keywords.pop("context_cache", None),
+            reserve=keywords.pop("context_tokens", None))
+        if keywords:
+            raise ConfigError(f"unknown options: {', '.join(sorted(keywords))}")
+        return self._strategy.identity + more
 
     @property
     def stats(self) -> dict[str, int]:
         """Cumulative counters of the strategy and the contextualizer (LLM and embedding calls,
         fallbacks, cache hits), e.g. `{"embed_calls": 12, "embedded": 1500, ...}`."""
         out: dict[str, int] = {}
-        for part in (self._engine, self.contextualizer):
+        for part in (self._strategy, self.contextualizer):
             if part is not None:
                 out.update(part.stats)
         return out
@@ -154,13 +166,10 @@ class Chunker:
         """Chunks of an already parsed document."""
         if not doc.text.strip():
             return []
-        limit = self.max_tokens - self.context_tokens  # room left for a situating sentence
-        if self.strategy == "fixed":  # windows overlap natively
-            pieces = self._plan(doc, limit)
-        else:
-            pieces = self._plan(doc, limit - self.overlap)
-            if self.overlap:
-                pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
+        pieces = self._strategy.plan(doc, self._budget)
+        if self.overlap and not self._strategy.overlaps:
+            limit = self.max_tokens - self.context_tokens  # room left for a situating sentence
+            pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self.max_tokens)
         lines = LineCounter(doc.text) if doc.format in _LINE_FORMATS else None
@@ -176,20 +185,6 @@ class Chunker:
     def chunk_file(self, path: str | os.PathLike, *, format: str | None = None,
                    source: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_file(path, format=format, source=source))
-
-    def _plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
-        """The strategy's planned chunks, each within `budget` tokens."""
-        if self.strategy == "structure":
-            return Fitter(self.sizer, budget).fit(doc)
-        if self._engine is not None:  # semantic, llm
-            return self._engine.plan(doc, budget)
-        from .strategies import simple
-
-        if self.strategy == "fixed":
-            return simple.plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap)
-        if self.strategy == "sentence":
-            return simple.plan_sentence(doc, self.sizer, budget)
-        return simple.plan_recursive(doc, self.sizer, budget)
 
     def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineCounter | None,
                doc_meta: dict) -> Chunk:

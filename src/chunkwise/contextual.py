@@ -25,8 +25,8 @@ from .errors import ConfigError
 from .fitter import Piece
 from .model import ParsedDocument
 from .sizing import Sizer
-from .strategies.llm import complete, llm_identity
-from .strategies.sentences import sentence_spans
+from .llms import complete, llm_identity, resolve_llm
+from .sentences import sentence_spans
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,6 @@ def make_contextualizer(contextualize: Any, llm: Any, sizer: Sizer, *, room: int
         if cache_dir is not None or reserve is not None:
             raise ConfigError("context_cache, context_tokens: only with contextualize")
         return None, 0, ""
-    from .strategies.llm import resolve_llm
-
     writer = llm if contextualize is True else resolve_llm(contextualize)
     if writer is None:
         raise ConfigError("contextualize=True needs an llm (or pass the LLM itself)")

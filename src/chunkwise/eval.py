@@ -671,8 +671,9 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     `on_ingest(strategy, report)` is called after each ingest (e.g. to print failures).
     With `embed_cache` (an SQLite file, see `chunkwise.embeddings.cached_embedder`) a chunk
     text is embedded once across strategies and runs. `relevance`: see `evaluate`."""
-    from .api import STRATEGIES, Chunker
+    from .api import Chunker
     from .pipeline import ingest
+    from .strategies import STRATEGIES
     from .embeddings import cached_embedder, resolve_embedder
 
     ks = parse_ks(ks)

@@ -41,6 +41,7 @@ from typing import Any, Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from .errors import ChunkwiseError, ConfigError, MissingDependencyError
+from .sizing import hf_tokenizer, minilm_tokenizer_path
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,6 @@ def default_model_path() -> Path:
 
 def default_tokenizer_path() -> Path:
     """The all-MiniLM-L6-v2 `tokenizer.json` shipped inside chunkwise."""
-    from .sizing import minilm_tokenizer_path
-
     return minilm_tokenizer_path()
 
 
@@ -338,11 +337,6 @@ class MiniLMEmbedder:
                     "loaded %s: %s", self.model_path, self.info())
             return runner
 
-    def load(self) -> dict[str, Any]:
-        """Load the model now (it is otherwise loaded by the first `embed`); its `info()`."""
-        self._load()
-        return self.info()
-
     def info(self) -> dict[str, Any]:
         """Where the model runs, once loaded: backend, device, dtype, batch_size, gpu (name)."""
         r = self._load() if self._runner is None else self._runner
@@ -406,16 +400,8 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _load_tokenizer(path: Path) -> Any:
-    try:
-        from tokenizers import Tokenizer
-    except ImportError as e:  # pragma: no cover - a core dependency
-        raise MissingDependencyError("tokenizers") from e
-    try:
-        tok = Tokenizer.from_file(str(path))
-    except Exception as e:
-        raise ConfigError(f"cannot load tokenizer {path}: {e}") from e
     # The file ships with fixed padding and truncation at 128; the model's window is 256 and
     # padding is done per batch in pad_batch.
-    tok.no_padding()
+    tok = hf_tokenizer(path)
     tok.enable_truncation(max_length=MAX_TOKENS)
     return tok

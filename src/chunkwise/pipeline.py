@@ -28,7 +28,6 @@ import hashlib
 import logging
 import os
 import queue
-import sys
 import threading
 import time
 from collections import deque
@@ -42,7 +41,6 @@ from .chroma import (DEFAULT_COLLECTION, DEFAULT_DB, DEFAULT_TIMEOUT,
 from .deadlines import DeadlineExceeded, deadline
 from .discover import (DEFAULT_MAX_FILE_SIZE, Discovery, FileTask, ReadError, default_root,
                        discover, inside, read_bounded, resolve_root)
-from .embedding_process import EmbeddingProcess
 from .errors import ChunkwiseError, ConfigError
 from .locking import DEFAULT_WAIT, WriteLock
 from .model import Chunk
@@ -296,9 +294,6 @@ class VectorMemo:
         self.vectors[key] = vector
 
 
-_LOAD = object()  # the embed thread's job that loads the model
-
-
 class EmbedThread:
     """The embedder on a thread of its own: windows of texts in, vectors out, through
     bounded queues. Times how long it worked and how long it waited for work."""
@@ -327,13 +322,6 @@ class EmbedThread:
             if job is None:
                 return
             tag, texts = job
-            if tag is _LOAD:
-                try:
-                    self.embedder.load()
-                except Exception:  # noqa: BLE001 - the first real window meets it again
-                    log.debug("loading the embedder ahead failed", exc_info=True)
-                self.busy += time.perf_counter() - t1
-                continue
             try:
                 vectors = self.embedder.embed(texts)
                 if self.embedder.overflowing is not None:
@@ -347,12 +335,6 @@ class EmbedThread:
 
     def submit(self, tag: Any, texts: list[str]) -> None:
         self.inbox.put((tag, texts))
-
-    def load_ahead(self) -> None:
-        """Start the thread and load the model while the first files are parsed."""
-        if getattr(self.embedder, "load", None) is not None:
-            self.start()
-            self.inbox.put((_LOAD, []))
 
     def stop(self) -> None:
         if self.started and self.thread.is_alive():
@@ -379,10 +361,8 @@ class _Runner:
 
     def __init__(self, store: Store, embedder: Any, report: IngestReport,
                  states: dict[str, SourceState], files_total: int,
-                 progress: Callable[[IngestProgress], None] | None, options: str,
-                 fresh: bool = False) -> None:
+                 progress: Callable[[IngestProgress], None] | None, options: str) -> None:
         self.store, self.embedder, self.report = store, embedder, report
-        self.fresh = fresh
         self.states, self.files_total, self.progress = states, files_total, progress
         self.options = options
         self.memo = VectorMemo()
@@ -391,8 +371,6 @@ class _Runner:
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
         self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
-        if fresh:  # everything will be embedded: load the model while the first files parse
-            self.thread.load_ahead()
 
     def tell(self, source: str = "") -> None:
         if self.progress is not None:
@@ -454,9 +432,8 @@ class _Runner:
     def _reuse(self, w: _Window) -> list[str]:
         """Fill in the vectors known by embed hash; the texts left to embed, sorted by
         length so that batches pad little (the window keeps the permutation)."""
-        # an empty collection at the start has nothing to lend: only this run's vectors
-        known = {} if self.fresh else self.store.vectors_by_hash(
-            [h for _, _, h, _ in w.missing if self.memo.get(h) is None])
+        known = self.store.vectors_by_hash([h for _, _, h, _ in w.missing
+                                            if self.memo.get(h) is None])
         todo = []
         for i, j, h, text in w.missing:
             v = self.memo.get(h)
@@ -561,84 +538,33 @@ class WriteThread:
 def _prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
                        opts: PrepareOptions, workers: int) -> Iterator[Prepared]:
     """Stage 2 over `tasks`, results in task order: inline, or in a pool of `workers`
-    processes with at most a few files per worker in flight (backpressure). A file that kills
-    its worker (a crash in a parser's C code, the kernel's out-of-memory killer) fails alone:
-    the files in flight when the pool broke are run again one at a time, each in a process
-    of its own, and the pool is started afresh for the rest."""
+    processes with at most a few files per worker in flight (backpressure)."""
     if workers > 1 and len(tasks) > 1 and not _picklable(opts):
         log.warning("these chunking options cannot be sent to worker processes; "
                     "parsing in this process")
-        workers = 1
-    if workers > 1 and len(tasks) > 1 and not _can_spawn():
-        log.warning("worker processes cannot start from a program read from standard input; "
-                    "parsing in this process (run a script file to use workers)")
         workers = 1
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
             yield prepare(task, states.get(task.source), opts)
         return
-    todo = deque(tasks)
-    while todo:
-        yield from _pooled(todo, states, opts, workers)
-
-
-def _can_spawn() -> bool:
-    """Whether a spawned process can import the main module (it cannot when the program was
-    read from stdin: multiprocessing then looks for a file named `<stdin>`)."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    return path is None or os.path.exists(path)
-
-
-def _pool(workers: int, opts: PrepareOptions) -> Any:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process holding Chroma's threads
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(opts, os.getpid()))
-
-
-def _pooled(todo: deque[FileTask], states: dict[str, SourceState], opts: PrepareOptions,
-            workers: int) -> Iterator[Prepared]:
-    """Take tasks from `todo` through one pool until it is empty or the pool breaks; then
-    run the files that were in flight alone."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    suspects: list[FileTask] = []
-    with _pool(workers, opts) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(opts,)) as pool:
         pending: deque = deque()
-
-        def fill() -> None:
-            while todo and len(pending) < workers * 4:
-                task = todo.popleft()
-                pending.append((task, pool.submit(_worker_prepare, task,
-                                                  states.get(task.source))))
-
-        fill()
-        while pending:
-            try:
-                result = pending[0][1].result()
-            except BrokenProcessPool:
-                suspects = [task for task, _ in pending]
+        it = iter(tasks)
+        ahead = workers * 4
+        for task in it:
+            pending.append(pool.submit(_worker_prepare, task, states.get(task.source)))
+            if len(pending) >= ahead:
                 break
-            pending.popleft()
-            yield result
-            fill()
-    for task in suspects:
-        yield _alone(task, states.get(task.source), opts)
-
-
-def _alone(task: FileTask, stored: SourceState | None, opts: PrepareOptions) -> Prepared:
-    """Stage 2 for one file in a process of its own; a failure if that process dies."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    with _pool(1, opts) as pool:
-        try:
-            return pool.submit(_worker_prepare, task, stored).result()
-        except BrokenProcessPool:
-            return Prepared(task.source, "failed", reason="the worker process parsing it died "
-                            "(a crash in a parser, or out of memory)")
+        while pending:
+            yield pending.popleft().result()
+            task = next(it, None)
+            if task is not None:
+                pending.append(pool.submit(_worker_prepare, task, states.get(task.source)))
 
 
 def _picklable(obj: Any) -> bool:
@@ -654,21 +580,9 @@ def _picklable(obj: Any) -> bool:
 _worker_opts: PrepareOptions | None = None
 
 
-def _worker_init(opts: PrepareOptions, parent: int) -> None:
+def _worker_init(opts: PrepareOptions) -> None:
     global _worker_opts
     _worker_opts = opts
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
-                     name="chunkwise-parent-watch").start()
-
-
-def _exit_with_parent(parent: int) -> None:
-    """A worker whose parent was killed (kill -9: no chance to stop its pool) would wait for
-    work for ever: every worker holds the task queue's write end too, so its read never ends.
-    It leaves within a second of being orphaned instead."""
-    while True:
-        time.sleep(1.0)
-        if os.getppid() != parent:
-            os._exit(1)
 
 
 def _worker_prepare(task: FileTask, stored: SourceState | None) -> Prepared:
@@ -759,7 +673,7 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
             c = connect(db_path=folder, retry_delays=retry_delays, timeout=timeout)
         return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
                               follow_symlinks, max_file_size, file_timeout, rebuild, progress,
-                              retry_delays, t_start, device)
+                              retry_delays, t_start)
     finally:
         if lock is not None:
             lock.__exit__(None, None, None)
@@ -777,7 +691,7 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
                    fmt: str | None, prune: bool, root: Any, workers: int,
                    follow_symlinks: bool, max_file_size: int, file_timeout: float | None,
                    rebuild: bool, progress: Any, retry_delays: Sequence[float],
-                   t_start: float, device: str = "auto") -> IngestReport:
+                   t_start: float) -> IngestReport:
     if rebuild:
         _drop(c, collection, retry_delays)
     store = Store(c, collection, emb, create=True, retry_delays=retry_delays)
@@ -803,20 +717,13 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
     t_discover = time.perf_counter() - t0
     opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
                           max_file_size, file_timeout)
-    # With worker processes, the model gets a process of its own too (see embedding_process)
-    away = EmbeddingProcess(emb.spec, device=device) if (
-        workers > 1 and emb.spec is not None and _can_spawn()) else None
-    runner = _Runner(store, away.embedder(emb) if away else emb, report, states,
-                     len(found.files), progress, opts.options,
-                     fresh=not states and store.count() == 0)
+    runner = _Runner(store, emb, report, states, len(found.files), progress, opts.options)
     try:
         for prepared in _prepared_in_order(found.files, states, opts, workers):
             runner.take(prepared)
         runner.finish()
     finally:
         runner.close()
-        if away is not None:
-            away.close()
     if prune:
         _prune(store, found, states, report)
     t = runner.timers

@@ -14,7 +14,7 @@ stays with the piece before the cut). Two orders of them:
 A mark (a piece with no letter or digit, such as "#" or "* * *") is never left alone by a
 cut: `join_marks` keeps it with its neighbour.
 
-Sentences come from the offline splitter in `chunkwise.strategies.sentences` (abbreviations,
+Sentences come from the offline splitter in `chunkwise.sentences` (abbreviations,
 decimals, URLs). Both orders have the same length and words at the same level, so a level
 index means the same depth in either.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Iterator
 
-from .strategies.sentences import sentence_cuts
+from .sentences import sentence_cuts
 
 #: a function giving the offsets strictly inside (start, end) where a text may be cut
 Splitter = Callable[[str, int, int], list[int]]

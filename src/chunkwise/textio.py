@@ -11,8 +11,7 @@ import codecs
 import os
 import re
 from bisect import bisect_right
-from itertools import accumulate, count
-from operator import add
+from itertools import accumulate
 
 from .errors import ParseError
 
@@ -172,27 +171,6 @@ def normalize_newlines(text: str) -> str:
     """`\\r\\n` and lone `\\r` become `\\n` (what markdown-it and most tools assume)."""
     # Two C-level replaces beat one regex substitution; "\r\n" first, then lone "\r".
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-
-
-class LineIndex:
-    """Line numbers <-> `str` offsets for one text (0-based lines)."""
-
-    __slots__ = ("starts", "length")
-
-    def __init__(self, text: str) -> None:
-        # Line k starts after the k newlines before it: the running sum of the preceding
-        # lines' lengths, plus k. Built from C-level iterators (no Python loop per line).
-        lengths = accumulate(map(len, text.split("\n")[:-1]))
-        self.starts = [0, *map(add, lengths, count(1))]
-        self.length = len(text)
-
-    def offset(self, line: int) -> int:
-        """Offset of the first character of `line`; `len(text)` past the last line."""
-        return self.starts[line] if line < len(self.starts) else self.length
-
-    def line_of(self, offset: int) -> int:
-        """0-based line holding `offset`."""
-        return bisect_right(self.starts, offset) - 1
 
 
 class LineCounter:

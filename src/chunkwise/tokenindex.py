@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from .errors import ChunkwiseError
-from .sizing import (TIKTOKEN_ENCODINGS, Sizer, _tiktoken_encoding, get_sizer,
-                     minilm_tokenizer_path)
+from .sizing import (TIKTOKEN_ENCODINGS, Sizer, get_sizer, hf_tokenizer, minilm_tokenizer_path,
+                     tiktoken_encoding)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -345,7 +345,7 @@ def _index_builder(sizer: Sizer) -> Callable[[Sizer, str], SpanCounter] | None:
 def _tiktoken_builder(name: str) -> Callable[[Sizer, str], SpanCounter] | None:
     import numpy as np
 
-    enc = _tiktoken_encoding(name)
+    enc = tiktoken_encoding(name)
     if getattr(enc, "_pat_str", None) not in _TIKTOKEN_PATTERNS:
         return None  # a regex the anchors were not checked against: count directly
     # chars[t] = how many characters token t starts (its bytes that are not UTF-8
@@ -438,11 +438,8 @@ def _wordpiece_builder(path: str) -> Callable[[Sizer, str], SpanCounter] | None:
     if spec is None:
         return None
     import numpy as np
-    from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(path)
-    tok.no_truncation()
-    tok.no_padding()
+    tok = hf_tokenizer(path)
     cuts = _WordCuts.for_spec(spec)
     if cuts is not None:
         cuts = cuts.checked(tok)

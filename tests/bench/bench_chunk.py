@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from chunkwise import Chunker
-from chunkwise.sizing import _tiktoken_encoding
+from chunkwise.sizing import tiktoken_encoding
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     ap.add_argument("--max-tokens", type=int, default=512)
     args = ap.parse_args()
-    enc = _tiktoken_encoding("cl100k_base")
+    enc = tiktoken_encoding("cl100k_base")
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
     others = competitors(enc, args.max_tokens)
     print(f"median time / one tiktoken pass, per document ({args.runs} runs each)")

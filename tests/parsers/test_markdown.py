@@ -175,7 +175,7 @@ def _headings(text):
     """(offset, text) of every heading, from an independent full markdown-it parse."""
     from markdown_it import MarkdownIt
 
-    from chunkwise.textio import LineIndex
+    from lines import LineIndex
 
     lines = LineIndex(text)
     toks = MarkdownIt("commonmark").parse(text)
@@ -311,7 +311,7 @@ def test_bodies_tokenized_in_place_are_the_dedented_lines_parsed(lines, outer, a
     if not body:
         return
     text = "Before.\n\n" + "\n".join(body) + "\n" + after
-    md = mdp._markdown(fast)
+    md, _ = mdp._markdown(fast)
     new = (lambda src: State(src, md)) if fast else (lambda src: StateBlock(src, md, {}, []))
     state = new(text)
     md.block.tokenize(state, 0, state.lineMax)

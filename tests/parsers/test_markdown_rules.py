@@ -17,7 +17,7 @@ from markdown_it.token import Token
 from chunkwise.parsers import markdown
 from chunkwise.parsers.markdown_rules import State
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS, FIXTURES, ROOT
 
 LINES = [
     "Some words here", "another line of text", "  indented two", "    indented four",
@@ -55,7 +55,7 @@ def sections(text: str, *, fast: bool):
 def block_tokens(text: str, *, fast: bool) -> list[tuple]:
     """(type, map, level, nesting, heading text) of each block token, but inline content
     and table cells (the fast rules do not build them; a heading's text they do)."""
-    md = markdown._markdown(fast)
+    md, _ = markdown._markdown(fast)
     state = State(text, md) if fast else StateBlock(text, md, {}, [])
     md.block.tokenize(state, 0, state.lineMax)
     out, prev = [], Token("", "", 0)
@@ -106,7 +106,7 @@ def test_generated_nested_blocks_parse_the_same(lines, prefixes):
 @given(st.lists(st.sampled_from(LINES), min_size=0, max_size=20), st.booleans())
 def test_line_tables_are_markdown_its(lines, final_newline):
     text = "\n".join(lines) + ("\n" if final_newline else "")
-    md = markdown._markdown(False)
+    md, _ = markdown._markdown(False)
     fast, stock = State(text, md), StateBlock(text, md, {}, [])
     for name in ("bMarks", "eMarks", "tShift", "sCount", "bsCount", "lineMax"):
         assert getattr(fast, name) == getattr(stock, name), name
@@ -138,3 +138,28 @@ def test_unknown_rule_chains_keep_markdown_its_rules():
     md.disable("hr")  # a chain the prefilter was not written for
     assert install(md) is False
     assert md.block.ruler.getRules("")[-1].__module__.startswith("markdown_it")
+
+
+def test_the_fast_rules_are_what_these_tests_compare():
+    """Every comparison above is void if `install` declined (another markdown-it-py, other
+    rule chains): then both sides run markdown-it's own rules."""
+    md, new_state = markdown._markdown(True)
+    assert md.block.tokenize.__func__.__qualname__.startswith("_make_tokenize")
+    assert type(new_state("text\n")) is State
+
+
+def test_markdown_it_py_is_the_release_the_fast_rules_follow():
+    """The installed markdown-it-py is allowed by `pyproject.toml` (a fresh install, as in CI,
+    takes the newest allowed release, so the tests above run against it), and the pinned
+    range is the release series the fast rules follow."""
+    packaging = pytest.importorskip("packaging.requirements")
+    tomllib = pytest.importorskip("tomllib")
+    import markdown_it
+
+    from chunkwise.parsers.markdown_rules import FOLLOWS
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
+    spec = next(r.specifier for r in map(packaging.Requirement, deps) if r.name == "markdown-it-py")
+    assert markdown_it.__version__ in spec
+    assert FOLLOWS in spec
+    assert not any(v in spec for v in ("3.0.0", "4.0.0", "4.2.9", "4.4.0", "5.0.0"))

@@ -10,7 +10,7 @@ import pytest
 
 from chunkwise import Chunker, ParseError, chunk_text
 from chunkwise.parsers import python as py_parser
-from chunkwise.textio import LineIndex
+from lines import LineIndex
 
 from conftest import FIXTURES, corpus_files
 from contract import check_contract

@@ -1,5 +1,6 @@
-"""Chunking strategies. `structure` (the default) is the fitter itself; the others live here:
+"""Chunking strategies: one registry (`REGISTRY`), read by the Chunker, the CLI and eval.
 
+- `structure` (the default): the fitter over the section tree;
 - `fixed`: windows of tokens (characters with `tokenizer="chars"`), cut at token boundaries;
 - `sentence`: whole sentences packed to the budget, words for an overlong sentence;
 - `recursive`: the classic separator hierarchy, ignoring structure;
@@ -7,80 +8,176 @@
 - `llm`: a LlamaIndex LLM proposes split points, falling back to `structure`.
 
 `fixed`, `sentence`, `recursive` and `llm` ignore document structure by design: their chunks
-obey invariants 1, 2, 3 and 5 of the contract but not 4.
+obey invariants 1, 2, 3 and 5 of the contract but not 4. Each strategy is a row: its name, a
+factory, its options dataclass, and whether it keeps structure. Adding one is adding a row;
+its module is imported only when a chunker uses it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, ClassVar, Mapping, Protocol
 
 from ..errors import ConfigError
+from ..fitter import Budget, Fitter, Piece
+from ..model import ParsedDocument
 from ..sizing import Sizer
 
-STRATEGIES = ("structure", "fixed", "sentence", "recursive", "semantic", "llm")
-#: strategies exempt from invariant 4 (chunks may cross section boundaries)
-IGNORE_STRUCTURE = frozenset({"fixed", "sentence", "recursive", "llm"})
+
+class Strategy(Protocol):
+    """A strategy built for one chunker. `plan` is safe to call from several threads."""
+
+    #: what the strategy's options add to the chunk-id fingerprint ("" for none)
+    identity: str
+    #: whether its chunks overlap by themselves (the chunker then adds no overlap)
+    overlaps: bool
+    #: cumulative counters (embedding or LLM calls, fallbacks, ...)
+    stats: Mapping[str, int]
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        """The planned chunks of a document, each within `budget`."""
 
 
-class StrategySpec(str):
-    """A strategy name that carries Chunker options: `Chunker(strategy=spec)` is
-    `Chunker(strategy=str(spec), **spec.options)`, explicit keyword arguments winning. The CLI
-    passes its strategy flags this way, through the one `strategy` argument."""
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a strategy may need of the chunker that builds it: its sizer, the tokenizer's
+    name as given, the overlap in tokens, its LLM (shared with contextual enrichment; None
+    without one) and the seconds an LLM call may take."""
 
-    options: dict[str, Any]
-
-    def __new__(cls, name: str, options: dict[str, Any] | None = None) -> StrategySpec:
-        self = super().__new__(cls, name)
-        self.options = dict(options or {})
-        return self
-
-    def __repr__(self) -> str:
-        return f"StrategySpec({str(self)!r}, {self.options!r})"
+    sizer: Sizer
+    tokenizer: str
+    overlap: int
+    llm: Any = None
+    timeout: float = 60.0
 
 
-def make_engine(strategy: str, sizer: Sizer, *, llm: Any = None, timeout: float = 60.0,
-                embedder: Any = None, semantic_threshold: str = "percentile",
-                semantic_amount: float | None = None,
-                semantic_window: int = 3) -> tuple[Any, str]:
-    """The planner of `semantic` or `llm` (None for the others, which are plain functions), with
-    what its options add to the chunk-id fingerprint. Raises `ConfigError` on bad options."""
-    if strategy == "llm":
-        from .llm import LLMStrategy, llm_identity
+@dataclass(frozen=True, slots=True)
+class NoOptions:
+    """The options of a strategy that has none."""
 
-        if llm is None:
-            raise ConfigError("strategy='llm' needs an llm (a LlamaIndex LLM or module:attr)")
-        return LLMStrategy(sizer, llm=llm, timeout=timeout), f"|llm={llm_identity(llm)}"
-    if strategy != "semantic":
-        return None, ""
-    from .semantic import THRESHOLDS, SemanticStrategy
 
-    if semantic_threshold not in THRESHOLDS:
-        raise ConfigError(f"semantic_threshold must be one of {', '.join(THRESHOLDS)}, "
-                          f"got {semantic_threshold!r}")
-    amount = THRESHOLDS[semantic_threshold] if semantic_amount is None else semantic_amount
-    if not _number(amount) or amount < 0 or (
-            semantic_threshold in ("percentile", "gradient") and amount > 100):
-        raise ConfigError(f"semantic_amount must be a number >= 0 (a percentile <= 100 for "
-                          f"{semantic_threshold}), got {amount!r}")
-    if not isinstance(semantic_window, int) or isinstance(semantic_window, bool) or not (
-            1 <= semantic_window <= 16):
-        raise ConfigError(f"semantic_window must be an integer in 1..16, got {semantic_window!r}")
-    if embedder is not None and not (callable(embedder)
-                                     or hasattr(embedder, "get_text_embedding_batch")):
-        raise ConfigError(f"embedder must be a function from texts to vectors, got {embedder!r}")
-    engine = SemanticStrategy(sizer, embedder=embedder, threshold=semantic_threshold,
-                              amount=float(amount), window=semantic_window)
-    return engine, (f"|{semantic_threshold}={float(amount)!r}|window={semantic_window}"
-                    f"|embedder={_identity(embedder)}")
+@dataclass(frozen=True, slots=True)
+class SemanticOptions:
+    """The options of `semantic` (Chunker keywords: `embedder`, `semantic_threshold`,
+    `semantic_amount`, `semantic_window`)."""
+
+    #: a function from a list of texts to vectors, or a LlamaIndex embed model (None: the
+    #: default all-MiniLM-L6-v2, loaded on first use)
+    embedder: Any = None
+    #: `percentile`, `stddev`, `iqr` or `gradient` (see `chunkwise.strategies.semantic`)
+    threshold: str = "percentile"
+    #: the threshold's parameter (None: `THRESHOLDS[threshold]`)
+    amount: float | None = None
+    #: sentences per embedded window on each side of a boundary
+    window: int = 3
+
+    #: each threshold's default amount
+    THRESHOLDS: ClassVar[Mapping[str, float]] = MappingProxyType(
+        {"percentile": 95.0, "stddev": 3.0, "iqr": 1.5, "gradient": 95.0})
+
+    def __post_init__(self) -> None:
+        if self.threshold not in self.THRESHOLDS:
+            raise ConfigError(f"semantic_threshold must be one of {', '.join(self.THRESHOLDS)}, "
+                              f"got {self.threshold!r}")
+        amount = self.THRESHOLDS[self.threshold] if self.amount is None else self.amount
+        if not _number(amount) or amount < 0 or (
+                self.threshold in ("percentile", "gradient") and amount > 100):
+            raise ConfigError(f"semantic_amount must be a number >= 0 (a percentile <= 100 for "
+                              f"{self.threshold}), got {amount!r}")
+        object.__setattr__(self, "amount", float(amount))
+        window = self.window
+        if not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 16:
+            raise ConfigError(f"semantic_window must be an integer in 1..16, got {window!r}")
+        if self.embedder is not None and not (
+                callable(self.embedder) or hasattr(self.embedder, "get_text_embedding_batch")):
+            raise ConfigError(f"embedder must be a function from texts to vectors, "
+                              f"got {self.embedder!r}")
 
 
 def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _identity(fn: Any) -> str:
-    """A stable name for an embed function (part of the semantic strategy's ids)."""
-    if fn is None:
-        return "minilm"
-    target = fn if callable(fn) and hasattr(fn, "__qualname__") else type(fn)
-    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}"
+Factory = Callable[[Setup, Any], Strategy]
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """One strategy of the registry."""
+
+    name: str
+    #: builds the strategy for one chunker from a `Setup` and an options object
+    #: (`ConfigError` on bad options)
+    factory: Factory
+    #: whether its chunks obey invariant 4 (inside one section, or a run of whole sections)
+    keeps_structure: bool
+    #: its options dataclass (validated when built)
+    options: type = NoOptions
+    #: the Chunker keyword arguments that set its options: keyword -> options field
+    keywords: Mapping[str, str] = field(default_factory=dict)
+    #: whether it uses the chunker's `llm`
+    uses_llm: bool = False
+
+
+class Structure:
+    """The `structure` strategy: the fitter over the section tree."""
+
+    identity, overlaps, stats = "", False, MappingProxyType({})
+
+    def __init__(self, sizer: Sizer) -> None:
+        self.sizer = sizer
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        return Fitter(self.sizer, budget).fit(doc)
+
+
+def _structure(setup: Setup, options: NoOptions) -> Structure:
+    return Structure(setup.sizer)
+
+
+def _lazy(module: str, name: str) -> Factory:
+    """The factory `name` of the strategy module `module`, imported when first used."""
+
+    def make(setup: Setup, options: Any) -> Strategy:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)(setup, options)
+
+    return make
+
+
+REGISTRY: Mapping[str, Registered] = MappingProxyType({r.name: r for r in (
+    Registered("structure", _structure, keeps_structure=True),
+    Registered("fixed", _lazy("simple", "fixed"), keeps_structure=False),
+    Registered("sentence", _lazy("simple", "sentence"), keeps_structure=False),
+    Registered("recursive", _lazy("simple", "recursive"), keeps_structure=False),
+    Registered("semantic", _lazy("semantic", "make"), keeps_structure=True,
+               options=SemanticOptions,
+               keywords={"embedder": "embedder", "semantic_threshold": "threshold",
+                         "semantic_amount": "amount", "semantic_window": "window"}),
+    Registered("llm", _lazy("llm", "make"), keeps_structure=False, uses_llm=True),
+)})
+STRATEGIES = tuple(REGISTRY)
+#: strategies exempt from invariant 4 (chunks may cross section boundaries)
+IGNORE_STRUCTURE = frozenset(name for name, r in REGISTRY.items() if not r.keeps_structure)
+
+
+def registered(name: str) -> Registered:
+    """The registry's row for `name` (`ConfigError` for an unknown strategy)."""
+    row = REGISTRY.get(name) if isinstance(name, str) else None
+    if row is None:
+        raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySpec:
+    """A strategy name with Chunker keyword arguments: `Chunker(strategy=spec)` is
+    `Chunker(strategy=spec.name, **spec.keywords)`, explicit keyword arguments winning. The
+    CLI passes its strategy flags this way, through the one `strategy` argument."""
+
+    name: str
+    keywords: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.name

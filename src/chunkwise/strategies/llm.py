@@ -12,7 +12,6 @@ chunk, so no content is ever lost.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import threading
@@ -20,11 +19,13 @@ from collections import Counter
 from typing import Any
 
 from ..errors import ConfigError
-from ..fitter import Fitter, Piece
+from ..fitter import Budget, Candidate, Fitter, Piece
+from ..llms import complete, llm_identity
 from ..model import ParsedDocument
 from ..sizing import Sizer
-from ..splitting import LINES, SENTENCES, WORDS, is_prose
-from .base import SectionIndex, SpanPacker, trim
+from ..splitting import LINES, SENTENCES, WORDS, is_prose, trim
+from . import NoOptions, Setup
+from .base import SectionIndex, pack_span
 
 log = logging.getLogger(__name__)
 
@@ -52,57 +53,6 @@ section as one chunk. Answer with the numbers only.
 """
 
 
-def resolve_llm(spec: Any) -> Any:
-    """An LLM from an object with `complete()` (any `llama_index.core.llms.LLM`), or from a
-    `module:attr` string naming an instance, a class (built without arguments) or a factory."""
-    if spec is None or hasattr(spec, "complete"):
-        return spec
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ConfigError(f"not an LLM: {spec!r} (give a LlamaIndex LLM or module:attr)")
-    module_name, _, attr = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-        if not hasattr(target, "complete") or isinstance(target, type):
-            target = target()
-    except Exception as e:
-        raise ConfigError(f"cannot load LLM {spec!r}: {type(e).__name__}: {e}") from e
-    if not hasattr(target, "complete"):
-        raise ConfigError(f"{spec!r} is not an LLM (it has no complete())")
-    return target
-
-
-def llm_identity(llm: Any) -> str:
-    """Class and model name: part of the chunk ids, so that two LLMs never share ids."""
-    try:
-        model = llm.metadata.model_name
-    except Exception:
-        model = ""
-    return f"{type(llm).__module__}.{type(llm).__qualname__}:{model}"
-
-
-def complete(llm: Any, prompt: str, timeout: float) -> tuple[str | None, str]:
-    """The LLM's answer and "", or None and the reason ("error: …", "timeout"). The call runs
-    in a daemon thread, so a hung LLM is abandoned after `timeout` seconds."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["text"] = str(llm.complete(prompt).text)
-        except BaseException as e:  # noqa: BLE001 - any failure means: fall back
-            box["error"] = e
-
-    t = threading.Thread(target=run, name="chunkwise-llm", daemon=True)
-    t.start()
-    t.join(timeout)
-    if t.is_alive():
-        return None, "timeout"
-    if "error" in box:
-        return None, f"error: {type(box['error']).__name__}: {box['error']}"
-    return box.get("text", ""), ""
-
-
 def parse_answer(answer: str, count: int) -> list[int] | str:
     """The 0-based indices of the pieces that start a chunk (always beginning with 0), or the
     reason the answer is refused: `malformed` or `out of order`."""
@@ -123,28 +73,38 @@ def parse_answer(answer: str, count: int) -> list[int] | str:
     return [0, *(x - 1 for x in numbers)]
 
 
+def make(setup: Setup, options: NoOptions) -> LLMStrategy:
+    if setup.llm is None:
+        raise ConfigError("strategy='llm' needs an llm (a LlamaIndex LLM or module:attr)")
+    return LLMStrategy(setup.sizer, llm=setup.llm, timeout=setup.timeout)
+
+
 class LLMStrategy:
-    """Options of the `llm` strategy; `plan` is safe to call from several threads."""
+    """The `llm` strategy; `plan` is safe to call from several threads."""
+
+    overlaps = False
 
     def __init__(self, sizer: Sizer, *, llm: Any, timeout: float) -> None:
         self.sizer, self.llm, self.timeout = sizer, llm, timeout
+        self.identity = f"|llm={llm_identity(llm)}"
         self._lock = threading.Lock()
         #: cumulative: sections, calls (sections of one piece need none), accepted, and one
         #: `fallback: <reason>` count per refused answer
         self.stats: Counter = Counter()
 
-    def plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
         fallback = Fitter(self.sizer, budget).fit(doc)
         index = SectionIndex(doc, self.sizer, budget)
+        limit = budget.tokens
         out: list[Piece] = []
         stats: Counter = Counter()
-        for group, pieces in self._sections(index, fallback, budget):
+        for group, pieces in self._sections(index, fallback, limit):
             stats["sections"] += 1
             if len(pieces) < 2:  # nothing to decide
                 out.extend(group)
                 continue
             stats["calls"] += 1
-            chunks, reason = self._ask(index, doc, group, pieces, budget)
+            chunks, reason = self._ask(index, doc, group, pieces, limit)
             stats["accepted" if chunks is not None else f"fallback: {reason.split(':')[0]}"] += 1
             out.extend(chunks if chunks is not None else group)
         fell = sum(v for k, v in stats.items() if k.startswith("fallback"))
@@ -190,13 +150,12 @@ class LLMStrategy:
             spans = [trim(text, a, b) for a, b in zip(bounds, bounds[1:])]
             spans = [(a, b) for a, b in spans if a < b]
         out = []
-        words = SpanPacker(index, [WORDS])
         for a, b in spans:
             ctx, _ = index.context_at(a)
             if index.count(ctx, a, b) <= budget:
                 out.append((a, b))
             else:
-                out += [(q.start, q.end) for q in words.pack(a, b)]
+                out += [(q.start, q.end) for q in pack_span(index, [WORDS], a, b)]
         return out
 
     def _ask(self, index: SectionIndex, doc: ParsedDocument, group: list[Piece],
@@ -219,7 +178,7 @@ class LLMStrategy:
             a, b = pieces[s][0], pieces[e - 1][1]
             ctx, _ = index.context_at(a)
             tokens = index.count(ctx, a, b)
-            if tokens > budget or b - a > index.max_chars:
+            if tokens > budget or b - a > index.budget.max_chars:
                 return None, "over budget"
-            chunks.append(index.piece(a, b, ctx, tokens))
+            chunks.append(index.piece(Candidate(a, b, ctx, tokens, ()), []))
         return chunks, ""

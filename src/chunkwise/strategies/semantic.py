@@ -8,10 +8,11 @@ comparison, as in TextTiling). A threshold over the document's distances (percen
 standard deviation, interquartile range, or the rise of the distance: LangChain's
 SemanticChunker's four) marks the breakpoints.
 
-Sizing is the fitter's, with two changes: whole units (sections, or the sentences of a leaf)
-are never merged across a breakpoint, and where the budget forces a cut the cut moves to the
-boundary of largest distance in the second half of what fits. So every chunk is under the
-budget and is still inside one section or a run of whole sections (invariant 4).
+Sizing is the fitter's, under a policy (`_SemanticPolicy`) with two changes: whole units
+(sections, or the sentences of a leaf) are never merged across a breakpoint, and where the
+budget forces a cut the cut moves to the boundary of largest distance in the second half of
+what fits. So every chunk is under the budget and is still inside one section or a run of
+whole sections (invariant 4).
 
 Cost: each prose sentence is embedded exactly once, whatever the window, in streamed batches
 that keep only the vectors later boundaries still need, so memory stays bounded on long
@@ -28,16 +29,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..fitter import Fitter, Piece, _Candidate, _Unit
+from ..fitter import Budget, Cuts, Fitter, Piece, Policy, Unit
 from ..model import ParsedDocument
 from ..sizing import Sizer
-from ..splitting import NON_PROSE, NON_PROSE_FORMATS, WORD_LEVEL
+from ..splitting import NON_PROSE, NON_PROSE_FORMATS, WORD_LEVEL, trim
+from ..sentences import sentence_spans
 from ..structure import Node, build_tree
-from .sentences import sentence_spans
+from . import SemanticOptions, Setup
 
 log = logging.getLogger(__name__)
 
-THRESHOLDS = {"percentile": 95.0, "stddev": 3.0, "iqr": 1.5, "gradient": 95.0}
 #: boundaries measured per step, and texts per call of the embedder
 BATCH = 128
 MAX_CALL = 256
@@ -111,13 +112,29 @@ def _unit_rows(vectors: Any) -> np.ndarray:
     return m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
 
 
+def make(setup: Setup, options: SemanticOptions) -> SemanticStrategy:
+    return SemanticStrategy(setup.sizer, embedder=options.embedder, threshold=options.threshold,
+                            amount=float(options.amount), window=options.window)
+
+
+def _identity(fn: Any) -> str:
+    """A stable name for an embed function (part of the semantic strategy's ids)."""
+    if fn is None:
+        return "minilm"
+    target = fn if callable(fn) and hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}"
+
+
 class SemanticStrategy:
-    """Options of the `semantic` strategy; `plan` is safe to call from several threads."""
+    """The `semantic` strategy; `plan` is safe to call from several threads."""
+
+    overlaps = False
 
     def __init__(self, sizer: Sizer, *, embedder: Embed | None, threshold: str, amount: float,
                  window: int) -> None:
         self.sizer, self.threshold, self.amount, self.window = sizer, threshold, amount, window
         self._embedder = embedder
+        self.identity = f"|{threshold}={amount!r}|window={window}|embedder={_identity(embedder)}"
         self._lock = threading.Lock()
         #: cumulative: documents, sentences, embedded (sentences), embed_calls
         self.stats: Counter = Counter()
@@ -134,7 +151,7 @@ class SemanticStrategy:
             return fn.get_text_embedding_batch(list(texts))
         return fn(list(texts))
 
-    def plan(self, doc: ParsedDocument, budget: int) -> list[Piece]:
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
         root, text = build_tree(doc), doc.text
         prose = _prose_leaves(doc, root)
         spans = [s for leaf in prose for s in sentence_spans(text, leaf.start, leaf.end)]
@@ -147,9 +164,9 @@ class SemanticStrategy:
                  doc.source, stats["embedded"], stats["embed_calls"], int(breaks.sum()))
         with self._lock:
             self.stats.update(stats)
-        fitter = _SemanticFitter(self.sizer, budget, {id(n) for n in prose}, starts)
-        fitter.distances, fitter.breaks = distances, breaks
-        return fitter.fit(doc, root)
+        policy = _SemanticPolicy(text, self.sizer, budget, {id(n) for n in prose}, starts,
+                                 distances, breaks)
+        return Fitter(self.sizer, budget, policy=policy).fit(doc, root)
 
 
 def _prose_leaves(doc: ParsedDocument, root: Node) -> list[Node]:
@@ -169,44 +186,45 @@ def _prose_leaves(doc: ParsedDocument, root: Node) -> list[Node]:
     return out
 
 
-class _SemanticFitter(Fitter):
-    """The fitter with semantic cut choice (see the module docstring). It steers the
-    fitter's packing (`_stops`: breakpoints kept; `_recut`: a forced cut moved back to the
-    largest distance peak) and, for prose leaves, its first split level (sentences)."""
+class _SemanticPolicy(Policy):
+    """The fitter's policy with semantic cut choice (see the module docstring): breakpoints
+    are kept (`stops`), a cut the budget forces moves back to the largest distance peak
+    (`recut`), runs are not balanced (the cuts follow the peaks instead), and a prose leaf
+    is first split at its sentences."""
 
-    def __init__(self, sizer: Sizer, budget: int, prose: set[int], starts: list[int]) -> None:
-        super().__init__(sizer, budget)
-        self._prose, self._starts = prose, starts
+    def __init__(self, text: str, sizer: Sizer, budget: Budget, prose: set[int],
+                 starts: list[int], distances: np.ndarray, breaks: np.ndarray) -> None:
+        super().__init__(balance=False)
+        self.text, self.sizer, self._prose, self._starts = text, sizer, prose, starts
         #: per sentence boundary: distance (NaN where not measured) and breakpoint flag
-        self.distances = np.zeros(0, dtype=np.float32)
-        self.breaks = np.zeros(0, dtype=bool)
+        self.distances, self.breaks = distances, breaks
+        self._least = max(1, int(budget.tokens * _MIN_SHARE))
 
-    def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
-                   glue: int) -> list[tuple]:
-        if level > 0 or id(chain[-1]) not in self._prose:
-            return super()._plan_text(a, b, level, chain, glue)
-        a, b = self._trim(a, b)
+    def first_units(self, node: Node, glue: int) -> tuple[int, list[Unit]]:
+        if id(node) not in self._prose:
+            return 0, []
+        a, b = trim(self.text, node.start, node.end)
         starts = self._starts
         cuts = [c for c in starts[bisect_left(starts, a):bisect_left(starts, b)] if a < c and c > glue]
         if not cuts:  # one sentence (or a heading and one): words next
-            return super()._plan_text(a, b, WORD_LEVEL, chain, glue)
+            return WORD_LEVEL, []
         bounds = [a, *cuts, b]
         spans = list(zip(bounds, bounds[1:]))
         ests = self.sizer.count_many([self.text[s:e].strip() for s, e in spans])
         # units one level above words, so a sentence that does not fit is split at words
-        units = [_Unit(s, e, c, None, WORD_LEVEL - 1) for (s, e), c in zip(spans, ests)]
-        return self._pack(units, chain, glue)
+        return 0, [Unit(s, e, c, None, WORD_LEVEL - 1) for (s, e), c in zip(spans, ests)]
 
-    def _balanced(self, units: list[_Unit]) -> bool:
-        return False  # cuts follow the distance peaks instead
+    def cuts(self, units: list[Unit]) -> Cuts:
+        gaps = self._gaps(units)
+        return Cuts(_stops(units, gaps, self._least), lambda i, j: _peak(units, gaps, i, j))
 
-    def _gaps(self, units: list[_Unit]) -> list[tuple[float, bool] | None]:
+    def _gaps(self, units: list[Unit]) -> list[tuple[float, bool] | None]:
         """For each unit, the (distance, is breakpoint) of the sentence boundary before it, or
         None where there is none (first unit, code, tables, a cut inside a sentence)."""
-        starts, out = self._starts, [None]
-        prev = self._trim(units[0].start, units[0].end)[0]
+        starts, text, out = self._starts, self.text, [None]
+        prev = trim(text, units[0].start, units[0].end)[0]
         for unit in units[1:]:
-            s = self._trim(unit.start, unit.end)[0]
+            s = trim(text, unit.start, unit.end)[0]
             k = bisect_left(starts, s)
             if (0 < k < len(starts) and starts[k] == s and starts[k - 1] >= prev
                     and not np.isnan(self.distances[k - 1])):
@@ -216,21 +234,8 @@ class _SemanticFitter(Fitter):
             prev = s
         return out
 
-    def _stops(self, units: list[_Unit]) -> list[bool]:
-        self._unit_gaps = self._gaps(units)
-        return _stops(units, self._unit_gaps, max(1, int(self.budget * _MIN_SHARE)))
 
-    def _recut(self, units: list[_Unit], i: int, j: int, chain: tuple[Node, ...],
-               cand: _Candidate) -> tuple[_Candidate, int]:
-        """The budget forced a cut: move it back to the largest distance peak, if any."""
-        k = _peak(units, self._unit_gaps, i, j)
-        alt = self._measure(units, i, k, chain) if k < j else None
-        if alt is not None and alt.tokens <= self.budget:
-            return alt, k
-        return cand, j
-
-
-def _stops(units: list[_Unit], gaps: list, least: int) -> list[bool]:
+def _stops(units: list[Unit], gaps: list, least: int) -> list[bool]:
     """For each unit: whether the breakpoint before it is honoured. While some piece between
     breakpoints (or the units' ends) is smaller than `least`, the weaker breakpoint around it
     is dropped: a distance peak often marks two neighbouring boundaries, and a stray line is
@@ -254,7 +259,7 @@ def _stops(units: list[_Unit], gaps: list, least: int) -> list[bool]:
     return out
 
 
-def _peak(units: list[_Unit], gaps: list, i: int, j: int) -> int:
+def _peak(units: list[Unit], gaps: list, i: int, j: int) -> int:
     """The cut in (i, j] with the largest distance among those leaving the chunk at least
     `_MIN_FILL` of the estimated size of units i..j-1 (ties: the later cut); j if none has a
     distance."""
