@@ -154,10 +154,12 @@ def _sniff(text: str, name: str) -> _Dialect:
     except csv.Error:
         sniffed = None
     quote = '"'
-    if sniffed is not None and sniffed.quotechar == "'" and '"' not in sample:
+    cut = len(sample) < len(text)
+    if sniffed is not None and sniffed.quotechar == "'" and '"' not in sample and \
+            _best_consistency(sample, "'", cut) > _best_consistency(sample, '"', cut):
+        # apostrophes are common in text: `'` quotes only when it reads the sample better
         quote = "'"
     space = bool(sniffed and sniffed.skipinitialspace)
-    cut = len(sample) < len(text)
     dialects = {d: _Dialect(delimiter=d, quotechar=quote) for d in _DELIMITERS}
     scores = {d: _consistency(sample, dialects[d], cut=cut) for d in _DELIMITERS}
     if quote in sample:  # a reading that leaves stray quotes is the wrong one
@@ -169,6 +171,11 @@ def _sniff(text: str, name: str) -> _Dialect:
             scores[sniffed.delimiter] >= scores[best]:
         best = sniffed.delimiter
     return _Dialect(delimiter=best, quotechar=quote, skipinitialspace=space)
+
+
+def _best_consistency(sample: str, quote: str, cut: bool) -> tuple:
+    return max(_consistency(sample, _Dialect(delimiter=d, quotechar=quote), cut=cut)
+               for d in _DELIMITERS)
 
 
 def _stray_quotes(sample: str, dialect: _Dialect) -> bool:

@@ -96,6 +96,7 @@ _cell = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc")),
 @given(st.lists(st.lists(_cell, min_size=2, max_size=5), min_size=1, max_size=12))
 @example([["", "|", "\n"], ["", "", "", ""]])  # a quoted newline once made "|" look consistent
 @example([["", "", "", "\n|"], ["", "", ""], ["", "", "", "", "\n|"]])  # and then again
+@example([["", "'"], ["", "'"]])  # `'` once taken for the quote, two rows read as one
 def test_records_agree_with_csv_reader(table):
     """Any table csv.writer writes (quotes, delimiters, newlines in cells) is read back with
     the same record spans and cell values as csv.reader."""
