@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -58,26 +59,39 @@ class Measured:
     stderr: str
 
 
+#: runs argv[2:] as its only child and writes that child's peak RSS (KiB on Linux) to argv[1].
+#: A child forked from the test process itself would report the test process's own peak
+#: (Linux keeps the high-water mark across fork and exec), over a GB late in a full run.
+_MEASURE = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[2:]); "
+            "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN)"
+            ".ru_maxrss)); sys.exit(rc)")
+
+
 def run_measured(args: list[str], stdout: Path, *, timeout: float) -> Measured:
-    """Run `args` with stdout to a file; its wall time and peak RSS (from `os.wait4`, so only
-    this child is measured). Killed past `timeout` (returncode -9)."""
+    """Run `args` with stdout to a file; its wall time and peak RSS (measured by a small
+    parent process of its own, so only this command is counted). Killed past `timeout`
+    (returncode -9)."""
     if not hasattr(os, "wait4"):
-        pytest.skip("os.wait4 (peak RSS of one child) is Unix-only")
+        pytest.skip("peak RSS of one child is measured on Unix only")
+    rss_file = stdout.with_name(stdout.name + ".rss")
     with open(stdout, "wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE)
-        timer = threading.Timer(timeout, proc.kill)
+        proc = subprocess.Popen([sys.executable, "-c", _MEASURE, str(rss_file), *args],
+                                stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
         try:
             err = proc.stderr.read().decode("utf-8", "replace")
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
             proc.stderr.close()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - start
+    killed = proc.returncode == -signal.SIGKILL
+    kib = int(rss_file.read_text()) if rss_file.exists() and not killed else 0
     # ru_maxrss is in KiB on Linux, in bytes on macOS
-    rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    return Measured(proc.returncode, time.perf_counter() - start, rss, err)
+    rss = kib * (1 if sys.platform == "darwin" else 1024)
+    return Measured(-9 if killed else proc.returncode, seconds, rss, err)
 
 
 #: the CLI as a command line, run by the interpreter that runs the tests

@@ -338,6 +338,48 @@ def test_workers_give_the_collection_of_one_process(docs, tmp_path):
     assert records(tmp_path / "one") == records(tmp_path / "two")
 
 
+class KillingChunker:
+    """The real chunker, except that a file holding `KILL-THE-WORKER` ends its process at
+    once, as a crash in a parser's C code or the out-of-memory killer would."""
+
+    def __init__(self) -> None:
+        from chunkwise import Chunker
+
+        self.chunker = Chunker(max_tokens=256, tokenizer="minilm")
+        self.fingerprint = self.chunker.fingerprint
+
+    def chunk_bytes(self, data: bytes, **kwargs):
+        if b"KILL-THE-WORKER" in data:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.chunker.chunk_bytes(data, **kwargs)
+
+
+def test_a_file_that_kills_its_worker_fails_alone(docs, tmp_path):
+    (docs / "sub" / "poison.txt").write_text("KILL-THE-WORKER\n" * 3)
+    serial = ingest([docs], db_path=tmp_path / "ref", embedder=HASH, workers=1)
+    pooled = ingest([docs], db_path=tmp_path / "db", embedder=HASH, workers=2,
+                    chunker=KillingChunker())
+    assert [s for s, _ in pooled.failed] == ["sub/poison.txt"]
+    assert "worker process" in pooled.failed[0][1]
+    want = {i: r for i, r in records(tmp_path / "ref").items()
+            if r[1]["source"] != "sub/poison.txt"}
+    assert records(tmp_path / "db") == want
+
+
+def test_workers_from_a_program_on_stdin_parse_in_process(docs, tmp_path):
+    program = (f"import sys; sys.path[:0] = {[str(ROOT / 'src'), str(ROOT / 'tests')]!r}\n"
+               "from chunkwise.pipeline import ingest\n"
+               "from test_corpus_ingest import HASH\n"
+               f"r = ingest([{str(docs)!r}], db_path={str(tmp_path / 'db')!r}, embedder=HASH, "
+               "workers=2)\n"
+               "print(r.files, len(r.failed))\n")
+    done = subprocess.run([sys.executable, "-"], input=program, capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(list(docs.rglob("*.*")))), "0"]
+    assert "standard input" in done.stderr
+
+
 def test_a_one_word_edit_embeds_at_most_two_texts(tmp_path):
     folder = tmp_path / "edit"
     folder.mkdir()

@@ -28,6 +28,7 @@ import hashlib
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 from collections import deque
@@ -538,33 +539,84 @@ class WriteThread:
 def _prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
                        opts: PrepareOptions, workers: int) -> Iterator[Prepared]:
     """Stage 2 over `tasks`, results in task order: inline, or in a pool of `workers`
-    processes with at most a few files per worker in flight (backpressure)."""
+    processes with at most a few files per worker in flight (backpressure). A file that kills
+    its worker (a crash in a parser's C code, the kernel's out-of-memory killer) fails alone:
+    the files in flight when the pool broke are run again one at a time, each in a process
+    of its own, and the pool is started afresh for the rest."""
     if workers > 1 and len(tasks) > 1 and not _picklable(opts):
         log.warning("these chunking options cannot be sent to worker processes; "
                     "parsing in this process")
+        workers = 1
+    if workers > 1 and len(tasks) > 1 and not _can_spawn():
+        log.warning("worker processes cannot start from a program read from standard input; "
+                    "parsing in this process (run a script file to use workers)")
         workers = 1
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
             yield prepare(task, states.get(task.source), opts)
         return
+    todo = deque(tasks)
+    while todo:
+        yield from _pooled(todo, states, opts, workers)
+
+
+def _can_spawn() -> bool:
+    """Whether a spawned process can import the main module (it cannot when the program was
+    read from stdin: multiprocessing then looks for a file named `<stdin>`)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.exists(path)
+
+
+def _pool(workers: int, opts: PrepareOptions) -> Any:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process holding Chroma's threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                             initargs=(opts,)) as pool:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(opts,))
+
+
+def _pooled(todo: deque[FileTask], states: dict[str, SourceState], opts: PrepareOptions,
+            workers: int) -> Iterator[Prepared]:
+    """Take tasks from `todo` through one pool until it is empty or the pool breaks; then
+    run the files that were in flight alone."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    suspects: list[FileTask] = []
+    with _pool(workers, opts) as pool:
         pending: deque = deque()
-        it = iter(tasks)
-        ahead = workers * 4
-        for task in it:
-            pending.append(pool.submit(_worker_prepare, task, states.get(task.source)))
-            if len(pending) >= ahead:
-                break
+
+        def fill() -> None:
+            while todo and len(pending) < workers * 4:
+                task = todo.popleft()
+                pending.append((task, pool.submit(_worker_prepare, task,
+                                                  states.get(task.source))))
+
+        fill()
         while pending:
-            yield pending.popleft().result()
-            task = next(it, None)
-            if task is not None:
-                pending.append(pool.submit(_worker_prepare, task, states.get(task.source)))
+            try:
+                result = pending[0][1].result()
+            except BrokenProcessPool:
+                suspects = [task for task, _ in pending]
+                break
+            pending.popleft()
+            yield result
+            fill()
+    for task in suspects:
+        yield _alone(task, states.get(task.source), opts)
+
+
+def _alone(task: FileTask, stored: SourceState | None, opts: PrepareOptions) -> Prepared:
+    """Stage 2 for one file in a process of its own; a failure if that process dies."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    with _pool(1, opts) as pool:
+        try:
+            return pool.submit(_worker_prepare, task, stored).result()
+        except BrokenProcessPool:
+            return Prepared(task.source, "failed", reason="the worker process parsing it died "
+                            "(a crash in a parser, or out of memory)")
 
 
 def _picklable(obj: Any) -> bool:
