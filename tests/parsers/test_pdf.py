@@ -444,9 +444,9 @@ def test_a_page_over_the_time_bound_is_left_out_and_the_timer_disarmed(monkeypat
     assert len(slow) < pdf.MAX_PAGE_CONTENT
     monkeypatch.setattr(pdf, "PAGE_SECONDS", 0.2)
     data = make_pdf([[body(700, "Good page one.")], slow, [body(700, "Good page three.")]])
-    t0 = time.process_time()
+    t0 = time.thread_time()  # this thread's: earlier tests' thread pools may still spin
     doc = parse(data)
-    assert time.process_time() - t0 < 1.5
+    assert time.thread_time() - t0 < 1.5
     assert "Good page one." in doc.text and "Good page three." in doc.text
     assert "some words" not in doc.text
     assert any("could not be extracted: 2 (over 0.2 s of extraction)" in w
