@@ -380,6 +380,34 @@ def test_workers_from_a_program_on_stdin_parse_in_process(docs, tmp_path):
     assert "standard input" in done.stderr
 
 
+def _vectors(db: Path) -> dict[str, list[float]]:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(db), settings=Settings(anonymized_telemetry=False))
+    got = client.get_collection("chunkwise").get(include=["embeddings"])
+    return dict(zip(got["ids"], got["embeddings"]))
+
+
+def test_the_real_model_in_its_own_process_gives_the_same_vectors(tmp_path):
+    """With workers the model runs in a process of its own (Chroma's writes hold the GIL);
+    the collection is the one a single process makes, vectors included."""
+    import numpy as np
+
+    folder = tmp_path / "few"
+    folder.mkdir()
+    for name in ("fastapi__features.md", "fastapi__fastapi__background.py"):
+        shutil.copy(FIXTURES / name, folder / name)
+    serial = ingest([folder], db_path=tmp_path / "one", workers=1)
+    pooled = ingest([folder], db_path=tmp_path / "two", workers=2)
+    assert serial.embedded == pooled.embedded > 10
+    assert records(tmp_path / "one") == records(tmp_path / "two")
+    one, two = _vectors(tmp_path / "one"), _vectors(tmp_path / "two")
+    assert one.keys() == two.keys()
+    worst = max(float(np.abs(np.asarray(one[k]) - np.asarray(two[k])).max()) for k in one)
+    assert worst <= 1e-6, worst
+
+
 def test_a_one_word_edit_embeds_at_most_two_texts(tmp_path):
     folder = tmp_path / "edit"
     folder.mkdir()

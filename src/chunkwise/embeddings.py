@@ -131,6 +131,9 @@ class Embedder:
     #: embedded only in part); None when the model does not say
     window: int | None = None
     overflowing: Callable[[Sequence[str]], int] | None = None
+    #: loads the model ahead of the first texts (the ingest pipeline calls it on the embed
+    #: thread while the first files are parsed); None when there is nothing to load
+    load: Callable[[], Any] | None = None
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
         return (self.query_embed or self.embed)(texts)
@@ -179,7 +182,8 @@ def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
     return Embedder(identity=embedder.identity, embed=embed, spec=embedder.spec,
                     chroma_function=embedder.chroma_function,
                     query_embed=embedder.query_embed or embedder.embed,
-                    window=embedder.window, overflowing=embedder.overflowing)
+                    window=embedder.window, overflowing=embedder.overflowing,
+                    load=embedder.load)
 
 
 def resolve_embedder(spec: object = None, *, device: str = "auto") -> Embedder:
@@ -217,7 +221,8 @@ def _minilm_embedder(model_dir: str | None, spec: str, device: str) -> Embedder:
     ef = ChunkwiseEmbeddingFunction(model_dir=model_dir, device=device)
     return Embedder(identity=f"chunkwise-minilm/{MODEL_NAME}", embed=ef.embedder.embed,
                     spec=spec, chroma_function=ef, window=MAX_TOKENS,
-                    overflowing=ef.embedder.overflowing)
+                    overflowing=ef.embedder.overflowing,
+                    load=ef.embedder.load)
 
 
 def _embedder_from_string(spec: str, device: str) -> Embedder:

@@ -337,6 +337,11 @@ class MiniLMEmbedder:
                     "loaded %s: %s", self.model_path, self.info())
             return runner
 
+    def load(self) -> dict[str, Any]:
+        """Load the model now (it is otherwise loaded by the first `embed`); its `info()`."""
+        self._load()
+        return self.info()
+
     def info(self) -> dict[str, Any]:
         """Where the model runs, once loaded: backend, device, dtype, batch_size, gpu (name)."""
         r = self._load() if self._runner is None else self._runner

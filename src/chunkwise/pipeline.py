@@ -42,6 +42,7 @@ from .chroma import (DEFAULT_COLLECTION, DEFAULT_DB, DEFAULT_TIMEOUT,
 from .deadlines import DeadlineExceeded, deadline
 from .discover import (DEFAULT_MAX_FILE_SIZE, Discovery, FileTask, ReadError, default_root,
                        discover, inside, read_bounded, resolve_root)
+from .embedding_process import EmbeddingProcess
 from .errors import ChunkwiseError, ConfigError
 from .locking import DEFAULT_WAIT, WriteLock
 from .model import Chunk
@@ -295,6 +296,9 @@ class VectorMemo:
         self.vectors[key] = vector
 
 
+_LOAD = object()  # the embed thread's job that loads the model
+
+
 class EmbedThread:
     """The embedder on a thread of its own: windows of texts in, vectors out, through
     bounded queues. Times how long it worked and how long it waited for work."""
@@ -323,6 +327,13 @@ class EmbedThread:
             if job is None:
                 return
             tag, texts = job
+            if tag is _LOAD:
+                try:
+                    self.embedder.load()
+                except Exception:  # noqa: BLE001 - the first real window meets it again
+                    log.debug("loading the embedder ahead failed", exc_info=True)
+                self.busy += time.perf_counter() - t1
+                continue
             try:
                 vectors = self.embedder.embed(texts)
                 if self.embedder.overflowing is not None:
@@ -336,6 +347,12 @@ class EmbedThread:
 
     def submit(self, tag: Any, texts: list[str]) -> None:
         self.inbox.put((tag, texts))
+
+    def load_ahead(self) -> None:
+        """Start the thread and load the model while the first files are parsed."""
+        if getattr(self.embedder, "load", None) is not None:
+            self.start()
+            self.inbox.put((_LOAD, []))
 
     def stop(self) -> None:
         if self.started and self.thread.is_alive():
@@ -362,8 +379,10 @@ class _Runner:
 
     def __init__(self, store: Store, embedder: Any, report: IngestReport,
                  states: dict[str, SourceState], files_total: int,
-                 progress: Callable[[IngestProgress], None] | None, options: str) -> None:
+                 progress: Callable[[IngestProgress], None] | None, options: str,
+                 fresh: bool = False) -> None:
         self.store, self.embedder, self.report = store, embedder, report
+        self.fresh = fresh
         self.states, self.files_total, self.progress = states, files_total, progress
         self.options = options
         self.memo = VectorMemo()
@@ -372,6 +391,8 @@ class _Runner:
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
         self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
+        if fresh:  # everything will be embedded: load the model while the first files parse
+            self.thread.load_ahead()
 
     def tell(self, source: str = "") -> None:
         if self.progress is not None:
@@ -433,8 +454,9 @@ class _Runner:
     def _reuse(self, w: _Window) -> list[str]:
         """Fill in the vectors known by embed hash; the texts left to embed, sorted by
         length so that batches pad little (the window keeps the permutation)."""
-        known = self.store.vectors_by_hash([h for _, _, h, _ in w.missing
-                                            if self.memo.get(h) is None])
+        # an empty collection at the start has nothing to lend: only this run's vectors
+        known = {} if self.fresh else self.store.vectors_by_hash(
+            [h for _, _, h, _ in w.missing if self.memo.get(h) is None])
         todo = []
         for i, j, h, text in w.missing:
             v = self.memo.get(h)
@@ -725,7 +747,7 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
             c = connect(db_path=folder, retry_delays=retry_delays, timeout=timeout)
         return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
                               follow_symlinks, max_file_size, file_timeout, rebuild, progress,
-                              retry_delays, t_start)
+                              retry_delays, t_start, device)
     finally:
         if lock is not None:
             lock.__exit__(None, None, None)
@@ -743,7 +765,7 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
                    fmt: str | None, prune: bool, root: Any, workers: int,
                    follow_symlinks: bool, max_file_size: int, file_timeout: float | None,
                    rebuild: bool, progress: Any, retry_delays: Sequence[float],
-                   t_start: float) -> IngestReport:
+                   t_start: float, device: str = "auto") -> IngestReport:
     if rebuild:
         _drop(c, collection, retry_delays)
     store = Store(c, collection, emb, create=True, retry_delays=retry_delays)
@@ -769,13 +791,20 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
     t_discover = time.perf_counter() - t0
     opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
                           max_file_size, file_timeout)
-    runner = _Runner(store, emb, report, states, len(found.files), progress, opts.options)
+    # With worker processes, the model gets a process of its own too (see embedding_process)
+    away = EmbeddingProcess(emb.spec, device=device) if (
+        workers > 1 and emb.spec is not None and _can_spawn()) else None
+    runner = _Runner(store, away.embedder(emb) if away else emb, report, states,
+                     len(found.files), progress, opts.options,
+                     fresh=not states and store.count() == 0)
     try:
         for prepared in _prepared_in_order(found.files, states, opts, workers):
             runner.take(prepared)
         runner.finish()
     finally:
         runner.close()
+        if away is not None:
+            away.close()
     if prune:
         _prune(store, found, states, report)
     t = runner.timers
