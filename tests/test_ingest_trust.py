@@ -408,6 +408,48 @@ def test_the_real_model_in_its_own_process_gives_the_same_vectors(tmp_path):
     assert worst <= 1e-6, worst
 
 
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found.update(int(x) for x in task.read_text().split())
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_a_killed_ingest_leaves_no_process_behind(tmp_path):
+    """kill -9 of `ingest --workers 2`: its parsing workers and the model's process leave
+    with it (they would otherwise wait for work for ever)."""
+    big = tmp_path / "big"
+    big.mkdir()
+    words = " ".join(f"word{i}" for i in range(400))
+    for n in range(60):
+        (big / f"doc{n:02}.md").write_text(
+            "".join(f"# Part {i}\n\n{words} {n} {i}.\n\n" for i in range(40)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    proc = subprocess.Popen([*CLI, "ingest", str(big), "--db", str(tmp_path / "db"),
+                             "--workers", "2"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    kids: set[int] = set()
+    while time.monotonic() < deadline and len(kids) < 3 and proc.poll() is None:
+        kids |= _children(proc.pid)  # the resource tracker, two workers, the model's process
+        time.sleep(0.1)
+    assert proc.poll() is None and len(kids) >= 3, (proc.returncode, kids)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.2)
+    assert not [k for k in kids if _alive(k)]
+
+
 def test_a_one_word_edit_embeds_at_most_two_texts(tmp_path):
     folder = tmp_path / "edit"
     folder.mkdir()

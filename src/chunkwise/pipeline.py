@@ -596,7 +596,7 @@ def _pool(workers: int, opts: PrepareOptions) -> Any:
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process holding Chroma's threads
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(opts,))
+                               initargs=(opts, os.getpid()))
 
 
 def _pooled(todo: deque[FileTask], states: dict[str, SourceState], opts: PrepareOptions,
@@ -654,9 +654,21 @@ def _picklable(obj: Any) -> bool:
 _worker_opts: PrepareOptions | None = None
 
 
-def _worker_init(opts: PrepareOptions) -> None:
+def _worker_init(opts: PrepareOptions, parent: int) -> None:
     global _worker_opts
     _worker_opts = opts
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
+                     name="chunkwise-parent-watch").start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent was killed (kill -9: no chance to stop its pool) would wait for
+    work for ever: every worker holds the task queue's write end too, so its read never ends.
+    It leaves within a second of being orphaned instead."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def _worker_prepare(task: FileTask, stored: SourceState | None) -> Prepared:
