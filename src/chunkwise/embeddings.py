@@ -134,6 +134,9 @@ class Embedder:
     #: loads the model ahead of the first texts (the ingest pipeline calls it on the embed
     #: thread while the first files are parsed); None when there is nothing to load
     load: Callable[[], Any] | None = None
+    #: True when `embed` does more than the model `spec` names (a cache around it, say): the
+    #: ingest pipeline then keeps it in its own process instead of rebuilding it from `spec`
+    local_only: bool = False
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
         return (self.query_embed or self.embed)(texts)
@@ -183,7 +186,7 @@ def cached_embedder(embedder: Embedder, path: str | os.PathLike) -> Embedder:
                     chroma_function=embedder.chroma_function,
                     query_embed=embedder.query_embed or embedder.embed,
                     window=embedder.window, overflowing=embedder.overflowing,
-                    load=embedder.load)
+                    load=embedder.load, local_only=True)
 
 
 def resolve_embedder(spec: object = None, *, device: str = "auto") -> Embedder:

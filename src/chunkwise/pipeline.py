@@ -805,7 +805,7 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
                           max_file_size, file_timeout)
     # With worker processes, the model gets a process of its own too (see embedding_process)
     away = EmbeddingProcess(emb.spec, device=device) if (
-        workers > 1 and emb.spec is not None and _can_spawn()) else None
+        workers > 1 and emb.spec is not None and not emb.local_only and _can_spawn()) else None
     runner = _Runner(store, away.embedder(emb) if away else emb, report, states,
                      len(found.files), progress, opts.options,
                      fresh=not states and store.count() == 0)
