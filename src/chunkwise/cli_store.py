@@ -70,8 +70,9 @@ def register(subparsers: Any) -> None:
     _chunk_options(p)
     g = p.add_argument_group("Ray (pip install 'chunkwise[ray]')")
     g.add_argument("--ray", action="store_true",
-                   help="run parse+chunk and embedding on a Ray cluster (Ray Data); writes "
-                        "to a Chroma server (--host/--port), never to --db")
+                   help="parse+chunk in Ray Data tasks and embed in a pool of Ray actors "
+                        "(one per GPU when the cluster has GPUs); this process writes to "
+                        "--db or --host/--port as without --ray")
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="the cluster to join, e.g. auto or ray://head:10001 (implies --ray; "
                         "default: a local Ray on this machine's cores)")
@@ -209,7 +210,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.ray or args.ray_address is not None:  # same arguments, on Ray: chunkwise.ray
         from functools import partial
 
+        from .ray import available
         from .ray import ingest as ray_ingest
+        if not available():
+            raise ConfigError("--ray needs Ray Data, which is not installed: "
+                              "pip install 'chunkwise[ray]'")
         ingest = partial(ray_ingest, ray_address=args.ray_address)
     try:
         report = ingest(args.paths, chunker=chunker, format=args.format,

@@ -9,7 +9,8 @@ discovers the files and reads what is stored (`pipeline.start_run`), and prunes 
 (`pipeline.prune_gone`). In between, Ray Data runs
 
     files ─► map_batches(prepare): CPU tasks ─► map_batches(embed): an actor pool, one GPU
-    per actor where the cluster has GPUs ─► the driver, in discovery order ─► write_file
+    per actor where the cluster has GPUs ─► the driver, in discovery order ─► plan_file,
+    then windows of files written by the local runner's `WriteThread` (`write_window`)
 
 - **Order**: the dataset runs with `DataContext.execution_options.preserve_order`, so the
   driver receives files in discovery order, whatever finished first, and the collection
@@ -19,18 +20,21 @@ discovers the files and reads what is stored (`pipeline.start_run`), and prunes 
   The pass that summarises the collection also collects every stored embed hash; the
   actors get them as a sorted array of 64-bit prefixes (8 bytes a chunk) and embed only
   the texts whose hash is not there, each once per batch and once per actor (a memo). The
-  driver fills the other vectors as the local runner does (`Writer.known`: this run's memo,
+  driver fills the other vectors as the local runner does (`Planner.known`: this run's memo,
   then `Store.vectors_by_hash`) and embeds itself the rare text whose stored vector is gone
   by then (a stale chunk deleted earlier in the run). The hint can only make a run slower,
   never wrong: a prefix collision sends one text to the driver's fallback.
-- **Crash safety**: the driver writes each file with `pipeline.write_file` (upserts, then
-  metadata refreshes, then deletes), in order, as the local runner does; a run killed at
-  any moment leaves files that the next run sees as out of date and completes.
+- **Writes**: only the driver writes, as the local runner does: windows of whole files,
+  in order, on a `WriteThread` (`pipeline.write_window`: the window's upserts in as few calls
+  as the store takes, then each file's refreshes and deletes); a run killed at any moment
+  leaves files that the next run sees as out of date and completes.
+- **Where**: a Chroma server (`host`/`port`), or an embedded database on the driver's disk
+  (`db_path`), locked and opened as the local runner does (`pipeline.open_for_writing`):
+  the cluster's tasks and actors never touch the store.
 
-An embedded database lives on one machine's disk and cannot be shared by a cluster:
-Ray ingestion writes to a Chroma server only (`host`/`port`). Every node must see the files
-at the paths discovered (shared storage), or the caller passes a Ray dataset that carries
-the bytes (`ray.data.read_binary_files(..., include_paths=True)` plus a `source` column).
+Every node must see the files at the paths discovered (shared storage), or the caller passes
+a Ray dataset that carries the bytes (`ray.data.read_binary_files(..., include_paths=True)`
+plus a `source` column).
 
 `import ray` is done inside the functions: this module is `chunkwise.ray`, and with
 absolute imports `ray` always names the top-level package.
@@ -46,13 +50,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .chroma import (DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS, connect,
-                     persist_directory)
+from .chroma import DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS
 from .discover import DEFAULT_MAX_FILE_SIZE, FileTask
 from .errors import ChunkwiseError, ConfigError, MissingDependencyError
 from .locking import DEFAULT_WAIT
-from .pipeline import (DEFAULT_FILE_TIMEOUT, IngestProgress, IngestReport, Prepared, Run,
-                       VectorMemo, Writer, check_limits, picklable, prepare, prepare_bytes,
+from .pipeline import (DEFAULT_FILE_TIMEOUT, EMBED_WINDOW, FilePlan, IngestProgress,
+                       IngestReport, Planner, Prepared, Run, VectorMemo, WriteThread,
+                       check_limits, open_for_writing, picklable, prepare, prepare_bytes,
                        prune_gone, start_run)
 
 log = logging.getLogger(__name__)
@@ -68,7 +72,7 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any =
            port: int | None = None, collection: str = DEFAULT_COLLECTION,
            max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
            format: str | None = None, chunker: Any = None, embedder: Any = None,
-           prune: bool = False, root: str | os.PathLike | None = None,
+           device: str = "auto", prune: bool = False, root: str | os.PathLike | None = None,
            workers: int | None = None, follow_symlinks: bool = False,
            max_file_size: int = DEFAULT_MAX_FILE_SIZE,
            file_timeout: float | None = DEFAULT_FILE_TIMEOUT, wait: float = DEFAULT_WAIT,
@@ -96,19 +100,21 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any =
     each actor call. The embedder is rebuilt in each actor from its spec (`minilm`, a
     model directory, `module:attr`), or pickled when it was given as an object.
 
-    `wait` and `on_wait` concern the lock of an embedded database and are unused here (a
-    server orders concurrent writes itself); they are accepted so that both `ingest`s take
-    the same arguments. Raises `ConfigError` for an embedded database (`db_path`, or a
-    persistent `client`) and bad options, `StoreError` as `pipeline.ingest` does,
-    `MissingDependencyError` without Ray, and `ChunkwiseError` when the cluster fails.
+    The store is a server (`host`/`port`) or an embedded database on this machine
+    (`db_path`, default `chunkwise-db`), locked for the run as `pipeline.ingest` locks it
+    (`wait`, `on_wait`). `device` is where the actors' minilm runs (`auto`: the GPU Ray
+    gives each actor, when the cluster has GPUs). Raises `ConfigError` for bad options,
+    `StoreError` and `LockedError` as `pipeline.ingest` does, `MissingDependencyError`
+    without Ray, and `ChunkwiseError` when the cluster fails.
     """
     from .api import Chunker
     from .embeddings import resolve_embedder
 
     t_start = time.perf_counter()
+    if not available():
+        raise MissingDependencyError("ray[data]", "ray")
     dataset = paths_or_dataset if _is_dataset(paths_or_dataset) else None
     paths = None if dataset is not None else [os.fspath(p) for p in paths_or_dataset]
-    _check_server(client, db_path, host, port)
     if paths is not None and not paths:
         raise ConfigError("no paths to ingest")
     if dataset is not None and root is None:
@@ -123,33 +129,40 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any =
         raise ConfigError("num_cpus sizes a local Ray; a cluster (ray_address) has its own")
     check_limits(max_file_size, file_timeout)
     chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
-    emb = resolve_embedder(embedder)
-    for_actors = emb.spec if emb.spec is not None else emb
-    c = connect(client=client, host=host, port=port, retry_delays=retry_delays,
-                timeout=timeout)
-    hashes: set[str] = set()
-    run = start_run(c, paths, collection, chunker, emb, format, prune=prune, root=root,
-                    workers=workers or 1, follow_symlinks=follow_symlinks,
-                    max_file_size=max_file_size, file_timeout=file_timeout, rebuild=rebuild,
-                    retry_delays=retry_delays, hashes=hashes)
-    if not picklable(run.opts):
+    if not picklable(chunker):
         raise ConfigError("these chunking options cannot be sent to Ray workers (an object "
                           "that does not pickle); give them by name")
-    writer = Writer(run.store, run.report, run.states, run.opts.options,
-                    len(run.found.files), progress)
-    timing = {"embed": 0.0, "embed_idle": 0.0}
-    if dataset is not None or run.found.files:
-        with _ray_session(ray_address, num_cpus) as ray:
-            _check_sendable(ray, for_actors)
-            run.report.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            rows = _results(ray, run, dataset, for_actors, _known_prefixes(hashes),
-                            workers=workers, actors=embed_actors, batch_size=batch_size)
-            _consume(rows, run, writer, emb, timing, listed=dataset is None)
-    if prune:
-        prune_gone(run)
-    run.report.seconds = writer.seconds(run.discover_seconds, timing["embed"],
-                                        timing["embed_idle"], t_start)
+    emb = resolve_embedder(embedder, device=device)
+    for_actors = emb.spec if emb.spec is not None else emb
+    with open_for_writing(client=client, db_path=db_path, host=host, port=port, wait=wait,
+                          on_wait=on_wait, retry_delays=retry_delays, timeout=timeout) as c:
+        hashes: set[str] = set()
+        run = start_run(c, paths, collection, chunker, emb, format, prune=prune, root=root,
+                        workers=workers or 1, follow_symlinks=follow_symlinks,
+                        max_file_size=max_file_size, file_timeout=file_timeout,
+                        rebuild=rebuild, retry_delays=retry_delays, hashes=hashes)
+        planner = Planner(run.store, run.report, run.states, run.opts.options,
+                          len(run.found.files), progress)
+        timing = {"embed": 0.0, "embed_idle": 0.0}
+        if dataset is not None or run.found.files:
+            with _ray_session(ray_address, num_cpus) as ray:
+                _check_sendable(ray, for_actors)
+                run.report.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+                rows = _results(ray, run, dataset, for_actors, device, _known_prefixes(hashes),
+                                workers=workers, actors=embed_actors, batch_size=batch_size)
+                _consume(rows, run, planner, emb, timing, listed=dataset is None)
+        if prune:
+            prune_gone(run)
+    run.report.seconds = planner.seconds(run.discover_seconds, timing["embed"],
+                                         timing["embed_idle"], t_start)
     return run.report
+
+
+def available() -> bool:
+    """Whether Ray Data can be imported here (without importing it: that takes seconds)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("ray", "pyarrow"))
 
 
 def _check_sendable(ray: Any, embedder: Any) -> None:
@@ -163,18 +176,6 @@ def _check_sendable(ray: Any, embedder: Any) -> None:
 
 def _is_dataset(obj: Any) -> bool:
     return hasattr(obj, "map_batches") and hasattr(obj, "iter_rows")
-
-
-def _check_server(client: Any, db_path: Any, host: str | None, port: int | None) -> None:
-    embedded = db_path is not None or (client is not None and persist_directory(client))
-    if embedded:
-        raise ConfigError("--ray writes to a Chroma server (--host/--port): an embedded "
-                          "database (--db) lives on one machine's disk and cannot be shared "
-                          "by a cluster; start `chroma run --path DIR` and give its address")
-    if client is None and host is None and port is None:
-        raise ConfigError("--ray writes to a Chroma server: give its --host and --port "
-                          "(an address every node of the cluster can reach is not needed: "
-                          "only this process writes)")
 
 
 class _ray_session:
@@ -225,7 +226,7 @@ def _known_prefixes(hashes: set[str]) -> np.ndarray:
     return out
 
 
-def _results(ray: Any, run: Run, dataset: Any, embedder: Any, known: np.ndarray, *,
+def _results(ray: Any, run: Run, dataset: Any, embedder: Any, device: str, known: np.ndarray, *,
              workers: int | None, actors: int | None, batch_size: int) -> Iterator[dict]:
     """The pipeline's output rows, in input order: one per file, with its stage-2 result and
     the vectors the actors computed for it."""
@@ -260,7 +261,8 @@ def _results(ray: Any, run: Run, dataset: Any, embedder: Any, known: np.ndarray,
         # embedders instead of running inside them (test_ray checks the plan).
         max_calls=PREPARE_MAX_CALLS)
     ds = ds.map_batches(
-        _Embed, fn_constructor_kwargs={"embedder": embedder, "known": [ray.put(known)]},
+        _Embed, fn_constructor_kwargs={"embedder": embedder, "device": device,
+                                       "known": [ray.put(known)]},
         batch_size=batch_size, batch_format="numpy", compute=ActorPoolStrategy(size=actors),
         num_cpus=1, num_gpus=1 if gpus else None)
     return ds.iter_rows()
@@ -309,12 +311,12 @@ class _Embed:
     """Stage 3 in an actor: the embedder built once, texts not stored yet embedded once per
     batch (sorted by length), vectors remembered for the actor's later batches."""
 
-    def __init__(self, embedder: Any, known: list) -> None:
+    def __init__(self, embedder: Any, device: str, known: list) -> None:
         import ray
 
         from .embeddings import resolve_embedder
 
-        self.embedder = resolve_embedder(embedder)
+        self.embedder = resolve_embedder(embedder, device=device)
         self.known = ray.get(known[0])
         self.memo = VectorMemo()
         self.last = time.perf_counter()
@@ -381,11 +383,15 @@ class _Embed:
 
 
 # -- the driver -----------------------------------------------------------------------------
-def _consume(rows: Iterator[dict], run: Run, writer: Writer, emb: Any,
+def _consume(rows: Iterator[dict], run: Run, planner: Planner, emb: Any,
              timing: dict[str, float], *, listed: bool) -> None:
-    """Stage 4 in the driver: each file, in input order, planned against the store, its
-    vectors completed and written (`pipeline.write_file`, through `Writer`)."""
+    """Stage 4 in the driver: each file, in input order, planned against the store
+    (`Planner.take`), its vectors completed, and written with the files before it in windows
+    of about `EMBED_WINDOW` chunks on a `WriteThread`, as the local runner writes."""
     report = run.report
+    writer = WriteThread(run.store, report, lambda: planner.tell("", timing["embed"]))
+    window: list[FilePlan] = []
+    size = 0
     expected = 0
     try:
         for row in rows:
@@ -402,21 +408,32 @@ def _consume(rows: Iterator[dict], run: Run, writer: Writer, emb: Any,
             timing["embed_idle"] += float(row["idle"])
             if not listed:
                 run.found.files.append(FileTask("", p.source, 0))  # what prune keeps
-            plan = writer.take(p)
+            plan = planner.take(p)
             if plan is not None:
-                _fill(plan, vectors, writer, emb)
-                writer.write([plan])
-            writer.tell(p.source, timing["embed"])
+                _fill(plan, vectors, planner, emb)
+                window.append(plan)
+                size += len(plan.embed) + len(plan.refresh) + len(plan.stale)
+                if size >= EMBED_WINDOW:
+                    writer.submit(window)
+                    window, size = [], 0
+            planner.tell(p.source, timing["embed"])
+        if window:
+            writer.submit(window)
+        writer.stop()
     except ChunkwiseError:
         raise
     except Exception as e:
         raise _cluster_error(e) from e
+    finally:
+        writer.close()  # after an error: what it holds is not written (the next run will)
+        planner.timers["write"] += writer.busy
 
 
-def _fill(plan: Any, vectors: dict[str, dict[str, Any]], writer: Writer, emb: Any) -> None:
+def _fill(plan: FilePlan, vectors: dict[str, dict[str, Any]], planner: Planner,
+          emb: Any) -> None:
     """The vectors of `plan.embed`: computed by the actor for this file, remembered by it
     (reused), else known to the driver (reused); the rest embedded here."""
-    report = writer.report
+    report = planner.report
     fresh, memo = vectors["fresh"], vectors["memo"]
     missing = []
     for j, (chunk, meta) in enumerate(plan.embed):
@@ -430,7 +447,7 @@ def _fill(plan: Any, vectors: dict[str, dict[str, Any]], writer: Writer, emb: An
             missing.append((j, h, chunk.embed_text))
     if not missing:
         return
-    known = writer.known([h for _, h, _ in missing])
+    known = planner.known([h for _, h, _ in missing])
     todo: dict[str, str] = {}
     for j, h, text in missing:
         if known.get(h) is not None:
@@ -445,7 +462,7 @@ def _fill(plan: Any, vectors: dict[str, dict[str, Any]], writer: Writer, emb: An
         if emb.overflowing is not None:
             report.truncated += emb.overflowing(texts)
         for h, v in embedded.items():
-            writer.memo.put(h, v)
+            planner.memo.put(h, v)
         for j, h, _ in missing:
             if plan.vectors[j] is None:
                 plan.vectors[j] = embedded[h]
