@@ -1,19 +1,20 @@
 """Ray ingestion (`chunkwise.ray`, `ingest --ray`) against the local runner.
 
-A local Ray (2 CPUs) and a real `chroma run` on 127.0.0.1; the same folder ingested by the
-local runner into an embedded database must give the same ids, documents and metadata, and
-vectors within 1e-6, run after run (unchanged, edited, pruned). Vectors come from a hash
-embedder where they do not matter, from the real model in one test. Skipped when Ray is
-not installed (`pip install 'chunkwise[ray]'`).
+A local Ray (2 CPUs), writing to an embedded database and to a real `chroma run` on
+127.0.0.1; the same folder ingested by the local runner into an embedded database must give
+the same ids, documents and metadata, and vectors within 1e-6, run after run (unchanged,
+edited, pruned). Vectors come from a hash embedder where they do not matter (the one of
+test_corpus_ingest), from the real model in one test. Skipped when Ray is not installed
+(`pip install 'chunkwise[ray]'`); the shared corpus test is skipped without ../shared/corpus.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,12 +25,12 @@ import numpy as np
 import pytest
 
 from chunkwise.chroma import iter_collection
-from chunkwise.embeddings import Embedder
 from chunkwise.errors import ConfigError
 from chunkwise.pipeline import ingest
 
-from conftest import ChromaServer, free_port
-from test_chroma import corpus, make_bulk, run_cli, write_topic  # noqa: F401 - a fixture
+from conftest import CORPUS, FIXTURES, ChromaServer, free_port
+from test_chroma import corpus, make_bulk, write_topic  # noqa: F401 - a fixture
+from test_corpus_ingest import HASH, hash_vectors
 
 ray = pytest.importorskip("ray")
 from chunkwise.ray import ingest as ray_ingest  # noqa: E402
@@ -38,20 +39,8 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
 
-def hash_vectors(texts) -> np.ndarray:
-    """Deterministic 16-d unit vectors from a hash of each text."""
-    raw = [np.frombuffer(hashlib.blake2b(t.encode("utf-8", "surrogatepass"),
-                                         digest_size=64).digest(), dtype=np.uint32)[:16]
-           for t in texts]
-    out = np.asarray(raw, dtype=np.float32).reshape(len(texts), 16) + 1.0
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-HASH = Embedder(identity="test:blake2b-16", embed=hash_vectors)
-
-
 class HashEF:
-    """The same vectors as a Chroma-style embedding function, for `--embedder test_ray:HashEF`."""
+    """HASH's vectors as a Chroma-style embedding function, for `--embedder test_ray:HashEF`."""
 
     def __call__(self, input):
         return list(hash_vectors(list(input)))
@@ -84,6 +73,14 @@ def remote(srv: ChromaServer, collection: str) -> dict:
     return {"host": "127.0.0.1", "port": srv.port, "collection": collection}
 
 
+@pytest.fixture(params=["db", "server"])
+def store(request, tmp_path) -> dict:
+    """Where the Ray runs write: an embedded database, or the `chroma run` server."""
+    if request.param == "db":
+        return {"db_path": tmp_path / "ray-db"}
+    return remote(request.getfixturevalue("chroma"), f"c{free_port()}")
+
+
 def records(**where) -> dict[str, tuple[str, dict, np.ndarray]]:
     """id -> (document, metadata, vector) of a whole collection."""
     from chunkwise.chroma import connect
@@ -111,24 +108,24 @@ def counts(report) -> dict:
 
 
 # -- options refused before Ray starts ------------------------------------------------------
-def test_embedded_database_is_refused(corpus, tmp_path):
-    with pytest.raises(ConfigError, match="embedded database .* cannot be shared"):
-        ray_ingest(["docs"], db_path="db")
-    with pytest.raises(ConfigError, match="Chroma server"):
-        ray_ingest(["docs"])
-    out = run_cli("ingest", "docs", "--ray", "--db", "db", cwd=tmp_path)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "cannot be shared by a cluster" in out.stderr.strip().splitlines()[-1]
+def test_bad_options_are_refused(corpus, local_ray):
+    for bad in ({"workers": 0}, {"embed_actors": -1}, {"batch_size": 1.5},
+                {"ray_address": "auto", "num_cpus": 2}):
+        with pytest.raises(ConfigError):
+            ray_ingest(["docs"], db_path="db", embedder=HASH, **bad)
+    with pytest.raises(ConfigError, match="root"):
+        ray_ingest(ray.data.from_items([{"source": "a.md", "bytes": b"# A"}]),
+                   db_path="db", embedder=HASH)
 
 
 # -- the same collection as the local runner ------------------------------------------------
-def test_ray_equals_local_run_after_run(corpus, local_ray, chroma, monkeypatch):
+def test_ray_equals_local_run_after_run(corpus, local_ray, store):
     plans = []
     handler = logging.Handler()
     handler.emit = lambda record: plans.append(record.getMessage())
     executor = logging.getLogger("ray.data._internal.execution.streaming_executor")
     executor.addHandler(handler)  # not on ray.data: Ray Data resets its handlers on first use
-    server = remote(chroma, "same")
+    server = store
     try:
         first = ray_ingest(["docs"], embedder=HASH, batch_size=2, **server)
     finally:
@@ -161,21 +158,59 @@ def test_ray_equals_local_run_after_run(corpus, local_ray, chroma, monkeypatch):
     assert_same(records(db_path="db"), records(**server))
 
 
-def test_ray_with_the_real_model(corpus, local_ray, chroma):
+def test_ray_with_the_real_model(corpus, local_ray):
     paths = ["docs/volcanoes.md", "docs/bread.md"]
-    report = ray_ingest(paths, **remote(chroma, "minilm"))
+    report = ray_ingest(paths, db_path="ray-db")
     local = ingest(paths, db_path="db")
     assert counts(report) == counts(local) and report.embedded > 0
-    assert_same(records(db_path="db"), records(**remote(chroma, "minilm")))
+    assert_same(records(db_path="db"), records(db_path="ray-db"))
 
 
-def test_a_dataset_with_bytes(corpus, local_ray, chroma):
+def test_every_fixture_file(tmp_path, local_ray):
+    """All the formats of fixtures/ (PDF included), as the local runner stores them."""
+    report = ray_ingest([FIXTURES], db_path=tmp_path / "ray", embedder=HASH, batch_size=3)
+    local = ingest([FIXTURES], db_path=tmp_path / "local", embedder=HASH)
+    assert counts(report) == counts(local) and not report.failed and report.files > 5
+    assert_same(records(db_path=tmp_path / "local"), records(db_path=tmp_path / "ray"))
+
+
+def test_a_one_word_edit_embeds_at_most_two_texts(tmp_path, local_ray):
+    folder = tmp_path / "edit"
+    folder.mkdir()
+    dst = folder / "fastapi__features.md"
+    shutil.copy(FIXTURES / dst.name, dst)
+    first = ray_ingest([folder], db_path=tmp_path / "db", embedder=HASH, max_tokens=64)
+    assert first.embedded == first.written >= 15
+    text = dst.read_text(encoding="utf-8")
+    i = text.index(" the ", len(text) // 2)
+    dst.write_text(text[:i] + " a " + text[i + 5:], encoding="utf-8")
+    second = ray_ingest([folder], db_path=tmp_path / "db", embedder=HASH, max_tokens=64)
+    assert second.changed == 1 and second.embedded <= 2
+    assert second.reused == second.written - second.embedded > 0
+    local = ingest([folder], db_path=tmp_path / "local", embedder=HASH, max_tokens=64)
+    assert_same(records(db_path=tmp_path / "local"), records(db_path=tmp_path / "db"))
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_shared_corpus_folders(tmp_path, local_ray):
+    """The shared corpus's markdown, html, code and text folders in one run each way."""
+    folders = [CORPUS / name for name in ("markdown", "html", "code", "text")]
+    if not all(f.is_dir() for f in folders):
+        pytest.skip(f"shared corpus not present ({CORPUS})")
+    report = ray_ingest(folders, db_path=tmp_path / "ray", embedder=HASH)
+    local = ingest(folders, db_path=tmp_path / "local", embedder=HASH)
+    assert counts(report) == counts(local) and not report.failed and report.chunks > 1000
+    assert_same(records(db_path=tmp_path / "local"), records(db_path=tmp_path / "ray"))
+
+
+def test_a_dataset_with_bytes(corpus, local_ray):
     """Rows that carry their bytes (as `read_binary_files` gives them) and a source each."""
     from chunkwise.discover import discover
 
     files = discover(["docs"]).files
     rows = [{"source": f.source, "bytes": Path(f.path).read_bytes()} for f in files]
-    server = remote(chroma, "dataset")
+    server = {"db_path": "ray-db"}
     report = ray_ingest(ray.data.from_items(rows), root="docs", embedder=HASH, **server)
     local = ingest(["docs"], db_path="db", embedder=HASH)
     assert counts(report) == counts(local)
@@ -186,7 +221,7 @@ def test_a_dataset_with_bytes(corpus, local_ray, chroma):
                                 if r["source"] not in ("volcanoes.md", "bread.md")])
     report = ray_ingest(kept, root="docs", embedder=HASH, prune=True, **server)
     assert report.pruned_files == 1 and report.skipped == report.files == len(rows) - 2
-    stored = {m["source"] for _, _, m in iter_collection(**server)}
+    stored = {m["source"] for _, _, m in iter_collection(db_path="ray-db")}
     assert "volcanoes.md" in stored and "bread.md" not in stored
     with pytest.raises(ConfigError, match="root"):
         ray_ingest(kept, embedder=HASH, **server)
