@@ -241,15 +241,23 @@ CHUNKWISE = [sys.executable, "-m", "chunkwise.cli"]
 def test_cli_ray_killed_runs_converge(tmp_path, chroma):
     """`chunkwise ingest --ray` killed with SIGKILL at a random moment, then rerun: the server
     collection equals a clean local run, in each of two phases (first ingest; edits with
-    prune). The first phase also checks the CLI's JSON report against the local one."""
+    prune). The moment is drawn within the time an uninterrupted Ray run takes here (most of
+    it is Ray starting; the driver writes whole windows of files, so a kill lands before,
+    between or after writes, and in phase 2 between a window's upserts and its deletes)."""
     seed = int(os.environ.get("CHUNKWISE_KILL_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     env = cli_env()
+    common = ["ingest", "docs", "--prune", "--max-tokens", "64", "--embedder",
+              "test_ray:HashEF", "--json"]
+    make_bulk(tmp_path / "docs", 1)
+    t0 = time.monotonic()
+    timing = subprocess.run([*CHUNKWISE, *common, "--ray", "--db", "timing"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert timing.returncode == 0, timing.stderr
+    whole = time.monotonic() - t0
     kills = []
     for phase, version in enumerate([1, 3]):
         make_bulk(tmp_path / "docs", version)
-        common = ["ingest", "docs", "--prune", "--max-tokens", "64", "--embedder",
-                  "test_ray:HashEF", "--json"]
         clean = subprocess.run([*CHUNKWISE, *common, "--db", "clean"], cwd=tmp_path, env=env,
                                capture_output=True, text=True, timeout=300)
         assert clean.returncode == 0, clean.stderr
@@ -257,19 +265,13 @@ def test_cli_ray_killed_runs_converge(tmp_path, chroma):
                 str(chroma.port), "--collection", "killed"]
         proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        t0 = time.monotonic()
-        if phase == 0:  # once the first files are written, within the next 2 s
-            while proc.poll() is None and not stored_count(chroma, "killed"):
-                time.sleep(0.2)
-            delay = time.monotonic() - t0 + rng.uniform(0, 2)
-        else:  # anywhere in the run: Ray starts in 5-15 s on 2 busy cores
-            delay = rng.uniform(8, 25)
+        delay = rng.uniform(0.3, 0.95) * whole
         try:
-            proc.wait(timeout=max(0.0, delay - (time.monotonic() - t0)))
+            proc.wait(timeout=delay)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            kills.append((round(delay, 1), stored_count(chroma, "killed")))
+            kills.append((phase, round(delay, 1), stored_count(chroma, "killed")))
             time.sleep(2)  # Ray's reaper stops the raylet; two of its agents outlive it
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # the session this test started
@@ -283,9 +285,9 @@ def test_cli_ray_killed_runs_converge(tmp_path, chroma):
         assert got == want, f"phase {phase}, seed {seed}"
         report = json.loads(rerun.stdout)
         assert report["chunks"] == len(want) and not report["failed"]
-        if phase == 0 and kills:  # killed halfway: the rerun had files left to write
-            assert 0 < report["changed"] < report["files"], (kills, report)
-    assert kills, f"no run was killed (seed {seed}): the ingest finished too fast"
+        if phase == 0 and kills and kills[-1][2] < len(want):  # the rerun had work left
+            assert report["changed"] > 0, (kills, report)
+    assert kills, f"no run was killed (seed {seed}, a whole run {whole:.1f} s)"
 
 
 def stored_count(srv: ChromaServer, collection: str) -> int:
