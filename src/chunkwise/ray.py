@@ -4,7 +4,7 @@
     >>> report = ingest(["docs/"], host="chroma.internal", port=8000, ray_address="auto")
 
 The driver (this process) does what the local runner does around the stages, with the same
-functions: it opens the collection on a Chroma server, chooses and records the root,
+functions: it opens the collection (`pipeline.open_for_writing`), chooses and records the root,
 discovers the files and reads what is stored (`pipeline.start_run`), and prunes at the end
 (`pipeline.prune_gone`). In between, Ray Data runs
 
@@ -82,7 +82,7 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any =
            retry_delays: Sequence[float] = RETRY_DELAYS, ray_address: str | None = None,
            num_cpus: int | None = None, embed_actors: int | None = None,
            batch_size: int = DEFAULT_BATCH_SIZE) -> IngestReport:
-    """`chunkwise.pipeline.ingest` on a Ray cluster, into a Chroma server: the same
+    """`chunkwise.pipeline.ingest` on a Ray cluster, into the same store: the same
     documents, ids, metadata and vectors, the same incremental semantics, the same report.
 
     `paths_or_dataset` is a list of files and folders (discovered by the driver), or a
