@@ -1,9 +1,12 @@
-"""Shared test helpers: where the fixtures and the (optional) shared corpus live."""
+"""Shared test helpers: where the fixtures and the (optional) shared corpus live, and a real
+`chroma run` server on 127.0.0.1 (`ChromaServer`, the `server` fixture)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -96,3 +99,54 @@ def run_measured(args: list[str], stdout: Path, *, timeout: float) -> Measured:
 
 #: the CLI as a command line, run by the interpreter that runs the tests
 CHUNKWISE_CLI = [sys.executable, "-m", "chunkwise.cli"]
+
+
+# -- a `chroma run` server ------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ChromaServer:
+    def __init__(self, path: Path, port: int) -> None:
+        self.path, self.port, self.proc = path, port, None
+
+    def start(self) -> None:
+        exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
+        if exe is None:
+            pytest.skip("the `chroma` CLI is not installed")
+        self.log = open(self.path.parent / f"chroma-{self.port}.log", "ab")
+        self.proc = subprocess.Popen([exe, "run", "--path", str(self.path), "--host", "127.0.0.1",
+                                      "--port", str(self.port)], stdout=self.log, stderr=self.log)
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.skip(f"`chroma run` exited with {self.proc.returncode}; see {self.log.name}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1).is_success:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        self.stop()
+        pytest.skip("`chroma run` did not answer its heartbeat within 60 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = ChromaServer(tmp_path / "server-db", free_port())
+    srv.start()
+    yield srv
+    srv.stop()

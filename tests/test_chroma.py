@@ -10,7 +10,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from chunkwise.discover import discover
 from chunkwise.model import Chunk
 from chunkwise.pipeline import ingest, is_current, plan_file
 
-from conftest import FIXTURES
+from conftest import FIXTURES, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHUNKWISE = [sys.executable, "-m", "chunkwise.cli"]
@@ -372,57 +371,7 @@ def test_killed_runs_converge_to_a_clean_run(tmp_path):
     assert len(kills) >= 3, f"only {len(kills)} runs were killed: the corpus ingests too fast"
 
 
-# -- a `chroma run` server ------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ChromaServer:
-    def __init__(self, path: Path, port: int) -> None:
-        self.path, self.port, self.proc = path, port, None
-
-    def start(self) -> None:
-        exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-        if exe is None:
-            pytest.skip("the `chroma` CLI is not installed")
-        self.log = open(self.path.parent / f"chroma-{self.port}.log", "ab")
-        self.proc = subprocess.Popen([exe, "run", "--path", str(self.path), "--host", "127.0.0.1",
-                                      "--port", str(self.port)], stdout=self.log, stderr=self.log)
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.skip(f"`chroma run` exited with {self.proc.returncode}; see {self.log.name}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1).is_success:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        self.stop()
-        pytest.skip("`chroma run` did not answer its heartbeat within 60 s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-
-@pytest.fixture
-def server(tmp_path):
-    srv = ChromaServer(tmp_path / "server-db", free_port())
-    srv.start()
-    yield srv
-    srv.stop()
-
-
+# -- a `chroma run` server (the `server` fixture is in conftest.py) ------------------------
 def test_server_ingest_outage_and_rerun(corpus, server, monkeypatch):
     import chunkwise.pipeline
 

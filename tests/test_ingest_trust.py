@@ -25,8 +25,7 @@ from chunkwise.errors import ConfigError
 from chunkwise.locking import LockedError, WriteLock
 from chunkwise.pipeline import ingest
 
-from conftest import FIXTURES
-from test_chroma import ChromaServer, free_port
+from conftest import FIXTURES, ChromaServer, free_port
 from test_corpus_ingest import HASH
 
 ROOT = Path(__file__).resolve().parents[1]

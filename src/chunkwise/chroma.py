@@ -371,13 +371,16 @@ class Store:
             lambda: self.collection.get(include=list(include), limit=page, offset=offset),
             "read the collection"), page)
 
-    def summary(self) -> dict[str, SourceState]:
+    def summary(self, hashes: set[str] | None = None) -> dict[str, SourceState]:
         """source -> what is stored for it (hash, options, complete or not), over the whole
-        collection in one paged pass: a file whose state matches its bytes is not re-read."""
+        collection in one paged pass: a file whose state matches its bytes is not re-read.
+        `hashes`, when given, gets every stored `embed_hash` in the same pass."""
         states: dict[str, SourceState] = {}
         for got in self.pages():
             for meta in got["metadatas"]:
                 meta = meta or {}
+                if hashes is not None and meta.get("embed_hash"):
+                    hashes.add(str(meta["embed_hash"]))
                 source = str(meta.get("source", ""))
                 state = states.get(source)
                 key = (meta.get("content_hash"), meta.get("options"), meta.get("chunk_count"))

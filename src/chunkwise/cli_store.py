@@ -68,6 +68,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress on stderr (default: when stderr is a terminal)")
     _chunk_options(p)
+    g = p.add_argument_group("Ray (pip install 'chunkwise[ray]')")
+    g.add_argument("--ray", action="store_true",
+                   help="parse+chunk in Ray Data tasks and embed in a pool of Ray actors "
+                        "(one per GPU when the cluster has GPUs); this process writes to "
+                        "--db or --host/--port as without --ray")
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="the cluster to join, e.g. auto or ray://head:10001 (implies --ray; "
+                        "default: a local Ray on this machine's cores)")
     p.set_defaults(func=cmd_ingest)
 
     p = subparsers.add_parser(
@@ -199,6 +207,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"chunkwise: the database is being written by {holder}; waiting up to "
               f"{args.wait:g} s", file=sys.stderr)
 
+    if args.ray or args.ray_address is not None:  # same arguments, on Ray: chunkwise.ray
+        from functools import partial
+
+        from .ray import available
+        from .ray import ingest as ray_ingest
+        if not available():
+            raise ConfigError("--ray needs Ray Data, which is not installed: "
+                              "pip install 'chunkwise[ray]'")
+        ingest = partial(ray_ingest, ray_address=args.ray_address)
     try:
         report = ingest(args.paths, chunker=chunker, format=args.format,
                         embedder=args.embedder, device=args.device, prune=args.prune,

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -179,20 +180,28 @@ def prepare(task: FileTask, stored: SourceState | None, opts: PrepareOptions) ->
         return Prepared(task.source, "failed", reason=str(e))
     except MemoryError:
         return Prepared(task.source, "failed", reason="cannot read: too large for memory")
+    return prepare_bytes(task.source, data, stored, opts, read_seconds=time.perf_counter() - t0)
+
+
+def prepare_bytes(source: str, data: bytes, stored: SourceState | None, opts: PrepareOptions,
+                  *, read_seconds: float = 0.0) -> Prepared:
+    """Stage 2 for a file already read (by `prepare`, or by whoever built a Ray dataset)."""
+    t0 = time.perf_counter()
     digest = content_hash(data)
     t1 = time.perf_counter()
+    read_seconds += t1 - t0
     if stored is not None and stored.current(digest, opts.options):
-        return Prepared(task.source, "unchanged", digest, read_seconds=t1 - t0)
+        return Prepared(source, "unchanged", digest, read_seconds=read_seconds)
     try:
         with deadline(opts.file_timeout, "parsing and chunking"):
-            chunks = opts.chunker.chunk_bytes(data, source=task.source, format=opts.format)
+            chunks = opts.chunker.chunk_bytes(data, source=source, format=opts.format)
     except ChunkwiseError as e:
-        return Prepared(task.source, "failed", digest, reason=_reason(e, task.source),
-                        read_seconds=t1 - t0, parse_seconds=time.perf_counter() - t1)
+        return Prepared(source, "failed", digest, reason=_reason(e, source),
+                        read_seconds=read_seconds, parse_seconds=time.perf_counter() - t1)
     except (MemoryError, RecursionError) as e:
-        return Prepared(task.source, "failed", digest, reason=f"{type(e).__name__} while chunking",
-                        read_seconds=t1 - t0, parse_seconds=time.perf_counter() - t1)
-    return Prepared(task.source, "chunked", digest, tuple(chunks), read_seconds=t1 - t0,
+        return Prepared(source, "failed", digest, reason=f"{type(e).__name__} while chunking",
+                        read_seconds=read_seconds, parse_seconds=time.perf_counter() - t1)
+    return Prepared(source, "chunked", digest, tuple(chunks), read_seconds=read_seconds,
                     parse_seconds=time.perf_counter() - t1)
 
 
@@ -360,6 +369,73 @@ class EmbedThread:
             self.thread.join()
 
 
+# -- stage 4, the driver's side, for every runner -------------------------------------------
+class Planner:
+    """What every runner does with stage-2 results, in discovery order: counts them, plans
+    each changed file against the store (`plan_file`), finds the vectors already known by
+    embed hash (this run's memo, then the collection), and keeps the report's timers. The
+    plans go to a `WriteThread`. `fresh`: the collection was empty at the start, so it has no
+    vectors to lend and is not asked."""
+
+    def __init__(self, store: Store, report: IngestReport, states: dict[str, SourceState],
+                 options: str, files_total: int,
+                 progress: Callable[[IngestProgress], None] | None, *,
+                 fresh: bool = False) -> None:
+        self.store, self.report, self.states = store, report, states
+        self.options, self.files_total, self.progress = options, files_total, progress
+        self.fresh = fresh
+        self.memo = VectorMemo()
+        self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
+
+    def tell(self, source: str = "", embed_seconds: float = 0.0) -> None:
+        if self.progress is not None:
+            r = self.report
+            self.progress(IngestProgress(r.files, self.files_total, r.written, embed_seconds,
+                                         source))
+
+    def take(self, p: Prepared) -> FilePlan | None:
+        """Count one stage-2 result; the plan of a file with something to write, else None
+        (its `vectors` all None, to be filled in)."""
+        r = self.report
+        r.files += 1
+        self.timers["read"] += p.read_seconds
+        self.timers["parse_chunk"] += p.parse_seconds
+        if p.status == "failed":
+            r.failed.append((p.source, p.reason))
+            return None
+        if p.status == "unchanged":
+            r.skipped += 1
+            r.chunks += self.states[p.source].stored
+            return None
+        t0 = time.perf_counter()
+        stored = self.store.chunks_of(p.source) if p.source in self.states else {}
+        plan = plan_file(p.source, p.chunks, stored, p.content_hash, self.options)
+        r.chunks += len(p.chunks)
+        self.timers["plan"] += time.perf_counter() - t0
+        if not (plan.embed or plan.refresh or plan.stale):
+            r.skipped += 1
+            return None
+        r.changed += 1
+        plan.vectors = [None] * len(plan.embed)
+        return plan
+
+    def known(self, hashes: Sequence[str]) -> dict[str, Any]:
+        """Vectors of `hashes` embedded earlier in this run or stored in the collection."""
+        t0 = time.perf_counter()
+        found = {h: v for h in hashes if (v := self.memo.get(h)) is not None}
+        if not self.fresh:
+            found.update(self.store.vectors_by_hash([h for h in hashes if h not in found]))
+        self.timers["plan"] += time.perf_counter() - t0
+        return found
+
+    def seconds(self, discover: float, embed: float, idle: float, t_start: float) -> dict[str, float]:
+        """The report's time split (see `IngestReport.seconds`)."""
+        t = self.timers
+        return {"discover": discover, "read": t["read"], "parse_chunk": t["parse_chunk"],
+                "plan": t["plan"], "embed": embed, "embed_idle": idle, "write": t["write"],
+                **self.report.seconds, "total": time.perf_counter() - t_start}
+
+
 # -- the local runner -----------------------------------------------------------------------
 @dataclass
 class _Window:
@@ -375,75 +451,41 @@ class _Window:
 
 class _Runner:
     """Consumes stage-2 results in order, embeds windows on the embed thread while the next
-    window is gathered, and writes each file once its vectors are known."""
+    window is gathered, and writes each window on the write thread once its vectors are
+    known."""
 
-    def __init__(self, store: Store, embedder: Any, report: IngestReport,
-                 states: dict[str, SourceState], files_total: int,
-                 progress: Callable[[IngestProgress], None] | None, options: str,
-                 fresh: bool = False) -> None:
-        self.store, self.embedder, self.report = store, embedder, report
-        self.fresh = fresh
-        self.states, self.files_total, self.progress = states, files_total, progress
-        self.options = options
-        self.memo = VectorMemo()
+    def __init__(self, planner: Planner, embedder: Any) -> None:
+        self.planner, self.report = planner, planner.report
         self.thread = EmbedThread(embedder)
-        self.writer = WriteThread(store, report, self.tell)
+        self.writer = WriteThread(planner.store, planner.report, self.tell)
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
-        self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
-        if fresh:  # everything will be embedded: load the model while the first files parse
+        if planner.fresh:  # everything will be embedded: load the model while the first files parse
             self.thread.load_ahead()
 
     def tell(self, source: str = "") -> None:
-        if self.progress is not None:
-            r = self.report
-            self.progress(IngestProgress(r.files, self.files_total, r.written,
-                                         self.thread.busy, source))
+        self.planner.tell(source, self.thread.busy)
 
     def take(self, p: Prepared) -> None:
         """One stage-2 result, in discovery order."""
-        r = self.report
-        r.files += 1
-        self.timers["read"] += p.read_seconds
-        self.timers["parse_chunk"] += p.parse_seconds
-        if p.status == "failed":
-            r.failed.append((p.source, p.reason))
-        elif p.status == "unchanged":
-            r.skipped += 1
-            r.chunks += self.states[p.source].stored
-        else:
-            self._plan(p)
+        plan = self.planner.take(p)
+        if plan is not None:
+            w = self.window
+            index = len(w.plans)
+            w.plans.append(plan)
+            for j, (chunk, meta) in enumerate(plan.embed):
+                w.missing.append((index, j, meta["embed_hash"], chunk.embed_text))
+            w.chunks += len(plan.embed)
+            if w.chunks >= EMBED_WINDOW:
+                self.flush()
         self.tell(p.source)
-
-    def _plan(self, p: Prepared) -> None:
-        t0 = time.perf_counter()
-        stored = self.store.chunks_of(p.source) if p.source in self.states else {}
-        plan = plan_file(p.source, p.chunks, stored, p.content_hash, self.options)
-        self.report.chunks += len(p.chunks)
-        if not (plan.embed or plan.refresh or plan.stale):
-            self.report.skipped += 1
-            self.timers["plan"] += time.perf_counter() - t0
-            return
-        self.report.changed += 1
-        w = self.window
-        index = len(w.plans)
-        w.plans.append(plan)
-        plan.vectors = [None] * len(plan.embed)
-        for j, (chunk, meta) in enumerate(plan.embed):
-            w.missing.append((index, j, meta["embed_hash"], chunk.embed_text))
-        w.chunks += len(plan.embed)
-        self.timers["plan"] += time.perf_counter() - t0
-        if w.chunks >= EMBED_WINDOW:
-            self.flush()
 
     def flush(self) -> None:
         """Send the gathered window to the embedder (after reusing what is known) and write
         every window whose vectors have come back."""
         w, self.window = self.window, _Window()
         if w.plans:
-            t0 = time.perf_counter()
             texts = self._reuse(w)
-            self.timers["plan"] += time.perf_counter() - t0
             if not self.thread.started:
                 self.thread.start()
             self.inflight.append(w)
@@ -454,13 +496,10 @@ class _Runner:
     def _reuse(self, w: _Window) -> list[str]:
         """Fill in the vectors known by embed hash; the texts left to embed, sorted by
         length so that batches pad little (the window keeps the permutation)."""
-        # an empty collection at the start has nothing to lend: only this run's vectors
-        known = {} if self.fresh else self.store.vectors_by_hash(
-            [h for _, _, h, _ in w.missing if self.memo.get(h) is None])
+        known = self.planner.known([h for _, _, h, _ in w.missing])
         todo = []
         for i, j, h, text in w.missing:
-            v = self.memo.get(h)
-            v = v if v is not None else known.get(h)
+            v = known.get(h)
             if v is not None:
                 w.plans[i].vectors[j] = v
                 self.report.reused += 1
@@ -484,7 +523,7 @@ class _Runner:
             raise vectors
         by_hash = dict(zip(w.order, vectors))
         for h, v in by_hash.items():
-            self.memo.put(h, v)
+            self.planner.memo.put(h, v)
         for i, j, h, _ in w.missing:
             w.plans[i].vectors[j] = by_hash[h]
         self.writer.submit(w.plans)
@@ -497,15 +536,12 @@ class _Runner:
         self.thread.stop()
         self.writer.stop()
         self.report.truncated += self.thread.truncated
-        self.timers["write"] += self.writer.busy
+        self.planner.timers["write"] += self.writer.busy
 
     def close(self) -> None:
         """Stop both threads (after an error: whatever they hold is not written)."""
         self.thread.stop()
-        try:
-            self.writer.stop()
-        except BaseException:  # noqa: BLE001 - the error being raised is the one to report
-            pass
+        self.writer.close()
 
 
 class WriteThread:
@@ -557,6 +593,14 @@ class WriteThread:
             self.thread.join()
         self._raise()
 
+    def close(self) -> None:
+        """`stop`, after an error: whatever it holds is not written, and its own error (if
+        any) gives way to the one being raised."""
+        try:
+            self.stop()
+        except BaseException:  # noqa: BLE001 - the error being raised is the one to report
+            pass
+
 
 def _prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
                        opts: PrepareOptions, workers: int) -> Iterator[Prepared]:
@@ -565,7 +609,7 @@ def _prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
     its worker (a crash in a parser's C code, the kernel's out-of-memory killer) fails alone:
     the files in flight when the pool broke are run again one at a time, each in a process
     of its own, and the pool is started afresh for the rest."""
-    if workers > 1 and len(tasks) > 1 and not _picklable(opts):
+    if workers > 1 and len(tasks) > 1 and not picklable(opts):
         log.warning("these chunking options cannot be sent to worker processes; "
                     "parsing in this process")
         workers = 1
@@ -641,7 +685,7 @@ def _alone(task: FileTask, stored: SourceState | None, opts: PrepareOptions) -> 
                             "(a crash in a parser, or out of memory)")
 
 
-def _picklable(obj: Any) -> bool:
+def picklable(obj: Any) -> bool:
     import pickle
 
     try:
@@ -736,12 +780,25 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
     if not paths:
         raise ConfigError("no paths to ingest")
     workers = _check_workers(workers)
-    if max_file_size < 1:
-        raise ConfigError(f"max_file_size must be a positive number of bytes, got {max_file_size!r}")
-    if file_timeout is not None and not file_timeout > 0:
-        raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
+    check_limits(max_file_size, file_timeout)
     chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
     emb = resolve_embedder(embedder, device=device)
+    with open_for_writing(client=client, db_path=db_path, host=host, port=port, wait=wait,
+                          on_wait=on_wait, retry_delays=retry_delays, timeout=timeout) as c:
+        return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
+                              follow_symlinks, max_file_size, file_timeout, rebuild, progress,
+                              retry_delays, t_start, device)
+
+
+@contextmanager
+def open_for_writing(*, client: Any = None, db_path: str | os.PathLike | None = None,
+                     host: str | None = None, port: int | None = None,
+                     wait: float = DEFAULT_WAIT, on_wait: Callable[[str], None] | None = None,
+                     retry_delays: Sequence[float] = RETRY_DELAYS,
+                     timeout: float | None = DEFAULT_TIMEOUT) -> Iterator[Any]:
+    """The Chroma client of a run that writes, every runner alike: a server's, the `client`
+    given, or an embedded database's, which is locked for the run (`WriteLock`) and opened
+    only once the lock is held."""
     server = client is None and (host is not None or port is not None)
     if client is not None or server:
         c = connect(client=client, db_path=db_path, host=host, port=port,
@@ -757,12 +814,18 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
             # Opened under the lock: two processes creating one new database at once race
             # on its tables ("table collections already exists").
             c = connect(db_path=folder, retry_delays=retry_delays, timeout=timeout)
-        return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
-                              follow_symlinks, max_file_size, file_timeout, rebuild, progress,
-                              retry_delays, t_start, device)
+        yield c
     finally:
         if lock is not None:
             lock.__exit__(None, None, None)
+
+
+def check_limits(max_file_size: int, file_timeout: float | None) -> None:
+    """`ConfigError` unless the per-file bounds are positive."""
+    if max_file_size < 1:
+        raise ConfigError(f"max_file_size must be a positive number of bytes, got {max_file_size!r}")
+    if file_timeout is not None and not file_timeout > 0:
+        raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
 
 
 def _check_workers(workers: int | None) -> int:
@@ -773,11 +836,30 @@ def _check_workers(workers: int | None) -> int:
     return workers
 
 
-def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb: Any,
-                   fmt: str | None, prune: bool, root: Any, workers: int,
-                   follow_symlinks: bool, max_file_size: int, file_timeout: float | None,
-                   rebuild: bool, progress: Any, retry_delays: Sequence[float],
-                   t_start: float, device: str = "auto") -> IngestReport:
+@dataclass
+class Run:
+    """What every runner starts from: the store, the files found, what is stored for each
+    source, the report so far, and the options of stage 2."""
+
+    store: Store
+    found: Discovery
+    states: dict[str, SourceState]
+    report: IngestReport
+    opts: PrepareOptions
+    discover_seconds: float
+
+
+def start_run(c: Any, paths: list[str] | None, collection: str, chunker: Any, emb: Any,
+              fmt: str | None, *, prune: bool, root: Any, workers: int,
+              follow_symlinks: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+              file_timeout: float | None = DEFAULT_FILE_TIMEOUT, rebuild: bool = False,
+              retry_delays: Sequence[float] = RETRY_DELAYS,
+              hashes: set[str] | None = None) -> Run:
+    """Open (or `rebuild`) the collection, choose and record the root, repair a damaged
+    index, discover the files under `paths` and read what is stored (one paged pass;
+    `hashes`, when given, gets every stored embed hash on the way). `paths=None` discovers
+    nothing: the caller brings its own files, named relative to `root`, and adds them to
+    `run.found.files` as it reads them (what `prune_gone` keeps)."""
     if rebuild:
         _drop(c, collection, retry_delays)
     store = Store(c, collection, emb, create=True, retry_delays=retry_delays)
@@ -787,11 +869,14 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
             f"collection {collection!r} was written by an earlier chunkwise, which named "
             "documents by the path as typed (so one folder could be stored several times); "
             "rebuild it once with --rebuild (API: rebuild=True), or use another --collection")
-    the_root = choose_root(paths, root, recorded, collection)
+    the_root = choose_root(paths if paths is not None else [root], root, recorded, collection)
     repaired = _heal_if_damaged(store, emb)
     t0 = time.perf_counter()
-    found = discover(paths, root=the_root, follow_symlinks=follow_symlinks,
-                     max_file_size=max_file_size)
+    if paths is not None:
+        found = discover(paths, root=the_root, follow_symlinks=follow_symlinks,
+                         max_file_size=max_file_size)
+    else:
+        found = Discovery(root=the_root, scopes=[""])
     if recorded is None:
         store.set_root(str(the_root))
     report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
@@ -799,18 +884,31 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
     report.ignored.extend(found.skipped)
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
-    states = store.summary()
-    t_discover = time.perf_counter() - t0
+    states = store.summary(hashes)
     opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
                           max_file_size, file_timeout)
+    return Run(store, found, states, report, opts, time.perf_counter() - t0)
+
+
+def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb: Any,
+                   fmt: str | None, prune: bool, root: Any, workers: int,
+                   follow_symlinks: bool, max_file_size: int, file_timeout: float | None,
+                   rebuild: bool, progress: Any, retry_delays: Sequence[float],
+                   t_start: float, device: str = "auto") -> IngestReport:
+    run = start_run(c, paths, collection, chunker, emb, fmt, prune=prune, root=root,
+                    workers=workers, follow_symlinks=follow_symlinks,
+                    max_file_size=max_file_size, file_timeout=file_timeout, rebuild=rebuild,
+                    retry_delays=retry_delays)
+    # an empty collection at the start has nothing to lend: only this run's vectors
+    fresh = not run.states and run.store.count() == 0
+    planner = Planner(run.store, run.report, run.states, run.opts.options,
+                      len(run.found.files), progress, fresh=fresh)
     # With worker processes, the model gets a process of its own too (see embedding_process)
     away = EmbeddingProcess(emb.spec, device=device) if (
         workers > 1 and emb.spec is not None and not emb.local_only and _can_spawn()) else None
-    runner = _Runner(store, away.embedder(emb) if away else emb, report, states,
-                     len(found.files), progress, opts.options,
-                     fresh=not states and store.count() == 0)
+    runner = _Runner(planner, away.embedder(emb) if away else emb)
     try:
-        for prepared in _prepared_in_order(found.files, states, opts, workers):
+        for prepared in _prepared_in_order(run.found.files, run.states, run.opts, workers):
             runner.take(prepared)
         runner.finish()
     finally:
@@ -818,13 +916,10 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
         if away is not None:
             away.close()
     if prune:
-        _prune(store, found, states, report)
-    t = runner.timers
-    report.seconds = {"discover": t_discover, "read": t["read"], "parse_chunk": t["parse_chunk"],
-                      "plan": t["plan"], "embed": runner.thread.busy,
-                      "embed_idle": runner.thread.idle, "write": t["write"],
-                      **report.seconds, "total": time.perf_counter() - t_start}
-    return report
+        prune_gone(run)
+    run.report.seconds = planner.seconds(run.discover_seconds, runner.thread.busy,
+                                         runner.thread.idle, t_start)
+    return run.report
 
 
 def _heal_if_damaged(store: Store, emb: Any) -> int:
@@ -855,10 +950,10 @@ def _drop(c: Any, name: str, delays: Sequence[float]) -> None:
             raise
 
 
-def _prune(store: Store, found: Discovery, states: dict[str, SourceState],
-           report: IngestReport) -> None:
+def prune_gone(run: Run) -> None:
     """Delete the documents under the paths given whose files are really gone: not found,
     skipped or failed in this run, and not on disk under the root."""
+    store, found, states, report = run.store, run.found, run.states, run.report
     t0 = time.perf_counter()
     present = {f.source for f in found.files} | {s for s, _ in found.skipped} | \
         {s for s, _ in report.failed}

@@ -1,14 +1,14 @@
 """End-to-end ingest throughput: chunks/s and MB/s, the split of time per stage, and how much
 of the run the embedder waited for work, for the serial runner, a process pool and Ray.
 
-Each configuration ingests the same folders into a fresh embedded Chroma (Ray: a fresh
-`chroma run` server on 127.0.0.1) in a fresh process, so that no model, client or cache is
-shared between runs; peak RSS is the largest of that process and its children (parsing
+Each configuration ingests the same folders into a fresh embedded Chroma (`ray-server`: a
+fresh `chroma run` server on 127.0.0.1) in a fresh process, so that no model, client or cache
+is shared between runs; peak RSS is the largest of that process and its children (parsing
 workers, the model's process), and "all processes together" the peak of their sum, sampled
 every 0.2 s from /proc.
 
     python tests/bench/bench_ingest.py [--corpus ../shared/corpus] [--folders markdown html ...]
-        [--configs serial,workers2,ray] [--embedder minilm|hash] [--device cpu|cuda|auto]
+        [--configs serial,workers2,ray,ray-server] [--embedder minilm|hash] [--device cpu|cuda|auto]
         [--runs 1] [--copies 1] [--json OUT.json]
 
 `--embedder hash` measures the pipeline without the model (a hash of each text; the store
@@ -83,7 +83,7 @@ if Path("/proc/self/task").is_dir():
 t0 = time.perf_counter()
 if args.pop("ray", False):
     from chunkwise.ray import ingest as ray_ingest
-    report = ray_ingest(**args)
+    report = ray_ingest(args.pop("paths"), **args)
 else:
     report = ingest(**args)
 out = report.to_dict()
@@ -107,7 +107,7 @@ def run_config(name: str, paths: list[str], work: Path, embedder: str, device: s
     if device:
         args["device"] = device
     server = None
-    if name == "ray":
+    if name == "ray-server":
         port = free_port()
         exe = Path(sys.executable).with_name("chroma")
         server = subprocess.Popen([str(exe), "run", "--path", str(work / f"srv-{port}"),
@@ -116,8 +116,11 @@ def run_config(name: str, paths: list[str], work: Path, embedder: str, device: s
         time.sleep(6)
         args.update(ray=True, host="127.0.0.1", port=port, num_cpus=2)
     else:
-        args.update(db_path=str(work / f"db-{name}-{time.monotonic_ns()}"),
-                    workers=1 if name == "serial" else int(name.removeprefix("workers")))
+        args.update(db_path=str(work / f"db-{name}-{time.monotonic_ns()}"))
+        if name == "ray":
+            args.update(ray=True, num_cpus=2)
+        else:
+            args.update(workers=1 if name == "serial" else int(name.removeprefix("workers")))
     try:
         p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env,
                            capture_output=True, text=True, timeout=6 * 3600)
