@@ -327,10 +327,10 @@ class Fitter:
         """Plan `text[a:b]` when headers are glued before `glue` (definitions' signatures
         before the first statement of a body, see `Node.lead_cuts`), or None to split it as
         any text with a glue (cuts after `glue` only). The headers are cut from what follows
-        only when they do not fit with the first word after it; then after a header that
-        something other than the start of `glue` follows (another header, comments), the
-        last header staying with what follows it; a header is cut in two only when it alone does
-        not fit, between its parts (a part too long alone is split as any text). A span of
+        only when they do not fit with the first word after it; then before and after each
+        header (not between the last one and `glue`: the last header stays with what
+        follows it), and between the parts of the last one when it alone does not fit; the
+        packer keeps together what fits. A part too long alone is split as any text. A span of
         headers only (cut here) is emitted whole when it fits, whatever its estimate."""
         heads = chain[-1].lead_cuts
         if b <= glue:
@@ -345,9 +345,12 @@ class Fitter:
                 return None
             if self._fits(self._candidate(chain, a, glue)):
                 cuts = [glue]
-            else:  # around headers (not between the last and `glue`), else in the last
-                cuts = self._solid(a, [c for h in heads for c in (h[0], h[-1])], glue) or \
-                    self._solid(a, list(heads[-1][1:-1]), glue)
+            else:  # around headers (not between the last and `glue`), and inside the last
+                # when it does not fit alone: the packer keeps together what fits
+                cuts = [c for h in heads for c in (h[0], h[-1])]
+                if not self._fits(self._candidate(chain, max(a, heads[-1][0]), glue)):
+                    cuts += heads[-1][1:-1]
+                cuts = self._solid(a, cuts, glue)
         if not cuts:
             return None
         # units a level above the splitters': what follows the headers is split from `level`
