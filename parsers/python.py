@@ -6,6 +6,12 @@ children, and so are the statements of every compound statement (`if`, `for`, `t
 the fitter can split an oversized definition at statement boundaries, recursively. Decorators
 and comments directly above a definition belong to it.
 
+A definition's header (decorators, signature, up to the colon) is a `signature` section that
+the core glues to the first statement of the body (see `chunkwise.structure`): a header is
+never cut from its body nor in two, unless it alone exceeds the budget; then it is cut only
+between its parts, its decorators and the parameters (or base classes) of a multi-line
+signature, which are the signature's children.
+
 Every definition and compound statement carries its own header (signature, `if cond:`) as
 `context`; the core joins the contexts of the sections enclosing a chunk, so a piece from the
 middle of a method is embedded after `class Parser:` / `    def parse(self, data):`, indented
@@ -41,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LEVEL_CLASS, LEVEL_FUNCTION, LEVEL_COMPOUND, LEVEL_SIMPLE = 40, 30, 20, 10
+#: the parts of a header: decorators, parameters, base classes
+LEVEL_PART = 5
 
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _COMPOUND = frozenset({"if_statement", "for_statement", "while_statement", "try_statement",
@@ -273,31 +281,58 @@ class _Builder:
                 ("line_start", item.row + 1), ("line_end", item.end_row + 1))
         self._add(item.start, item.end, LEVEL_CLASS if is_class else LEVEL_FUNCTION,
                   kind, path=path, context=context, meta=meta)
-        if scope.depth >= _MAX_DEPTH:
+        if scope.depth >= _MAX_DEPTH or body is None or _inline(node, body):
             return
-        params = node.child_by_field_name("parameters")
+        self._signature(item, node, body)
+        self.todo.append((body.children, _Scope(path, "class" if is_class else "function",
+                                                scope.depth + 1)))
+
+    def _signature(self, item: _Item, node: Node, body: Node) -> None:
+        """The header of a definition with a block body, from its first decorator (or the
+        comments above it) to the colon: the core glues it to the body's first statement.
+        Its parts are its children: each decorator of several, and each parameter (or base
+        class) of a multi-line list, so a header too long for one chunk is cut between
+        them, never inside one."""
+        end = _colon_end(node, body)
+        line = self.src[end:self.src.find(b"\n", end) % (len(self.src) + 1)]
+        if line.lstrip().startswith(b"#"):  # a comment after the colon ends the header
+            end += len(line.rstrip())
+        self._add(item.start, end, LEVEL_SIMPLE, "signature")
+        outer = item.node
+        if outer is not None and outer.type == "decorated_definition":
+            decorators = [c for c in outer.children if c.type == "decorator"]
+            if len(decorators) > 1:
+                for d in decorators:
+                    self._add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
+        field = "superclasses" if node.type == "class_definition" else "parameters"
+        params = node.child_by_field_name(field)
         if params is not None and params.end_point.row > params.start_point.row:
             self._parameters(params)
-        if body is not None and not _inline(node, body):
-            self.todo.append((body.children, _Scope(path, "class" if is_class else "function",
-                                                    scope.depth + 1)))
 
     def _parameters(self, params: Node) -> None:
-        """Parameters of a multi-line signature, each with its comma and trailing comment, so
-        a signature too long for one chunk is split between parameters, not inside one."""
+        """Parameters of a multi-line signature, each with its comma and trailing comment (a
+        bare `*` with the parameter after it, a `/` with the one before it)."""
         spans: list[list[int]] = []  # [start_byte, end_byte, end_row]
+        separator = None  # the start of a bare `*` not yet followed by its parameter
         for child in params.children:
             if child.type == ",":
-                if spans:
+                if spans and separator is None:
                     spans[-1][1] = child.end_byte
             elif child.type == "comment":
                 if spans and child.start_point.row == spans[-1][2]:
                     spans[-1][1] = child.end_byte
+            elif child.type == "positional_separator":  # `/` ends the parameters before it
+                if spans:
+                    spans[-1][1] = child.end_byte
+            elif child.type == "keyword_separator":
+                separator = child.start_byte
             elif child.is_named:
-                spans.append([child.start_byte, child.end_byte, child.end_point.row])
+                start = child.start_byte if separator is None else separator
+                spans.append([start, child.end_byte, child.end_point.row])
+                separator = None
         if len(spans) > 1:
             for start, end, _ in spans:
-                self._add(start, end, LEVEL_SIMPLE, "parameter")
+                self._add(start, end, LEVEL_PART, "parameter")
 
     def _compound(self, item: _Item, scope: _Scope) -> None:
         """An if/for/while/try/with/match statement: its blocks' statements and its clauses

@@ -29,7 +29,7 @@ _LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 16
+CHUNKER_VERSION = 17
 _DEFAULT_LLM_TIMEOUT = 60.0
 
 

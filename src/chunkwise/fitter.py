@@ -303,6 +303,10 @@ class Fitter:
         a, b = trim(text, a, b)
         if a >= b:
             return []
+        if glue > a and chain[-1].lead_cuts:
+            plan = self._plan_header(a, b, level, chain, glue)
+            if plan is not None:
+                return plan
         levels, marks = self._levels(chain), self.policy.marks
         for floor in (glue, -1) if glue > a else (glue,):
             for lvl in range(level, len(levels)):
@@ -317,6 +321,59 @@ class Fitter:
                 if cuts:
                     return self._pack(self.frame.units([a, *cuts, b], lvl), chain, floor)
         return self._split_chars(a, b, chain)
+
+    def _plan_header(self, a: int, b: int, level: int, chain: tuple[Node, ...],
+                     glue: int) -> list[tuple] | None:
+        """Plan `text[a:b]` when headers are glued before `glue` (definitions' signatures
+        before the first statement of a body, see `Node.lead_cuts`), or None to split it as
+        any text with a glue (cuts after `glue` only). The headers are cut from what follows
+        only when they do not fit with the first word after it; then before and after each
+        header (not between the last one and `glue`: the last header stays with what
+        follows it), and between the parts of the last one when it alone does not fit; the
+        packer keeps together what fits. A part too long alone is split as any text. A span of
+        headers only (cut here) is emitted whole when it fits, whatever its estimate."""
+        heads = chain[-1].lead_cuts
+        if b <= glue:
+            whole = self._candidate(chain, a, b)
+            if self._fits(whole):
+                return [("emit", self.frame.piece(whole, []))]
+            cuts = self._solid(a, [c for h in heads for c in (h[0], h[-1])], b) or \
+                self._solid(a, [c for h in heads for c in h[1:-1]], b)
+        else:
+            word = next(iter_cuts(self._levels(chain)[-1], self.text, glue, b), b)
+            if self._fits(self._candidate(chain, a, word)):
+                return None
+            if self._fits(self._candidate(chain, a, glue)):
+                cuts = [glue]
+            else:  # around headers (not between the last and `glue`), and inside the last
+                # when it does not fit alone: the packer keeps together what fits
+                cuts = [c for h in heads for c in (h[0], h[-1])]
+                if not self._fits(self._candidate(chain, max(a, heads[-1][0]), glue)):
+                    cuts += heads[-1][1:-1]
+                cuts = self._solid(a, cuts, glue)
+        if not cuts:
+            return None
+        # units a level above the splitters': what follows the headers is split from `level`
+        return self._pack(self.frame.units([a, *cuts, b], level - 1), chain, glue)
+
+    def _solid(self, a: int, cuts: list[int], b: int) -> list[int]:
+        """The sorted `cuts` in `(a, b)` that leave no blank piece between `a` and `b`."""
+        kept: list[int] = []
+        text, last = self.text, a
+        for c in sorted(cuts):
+            if a < c < b and trim(text, last, c)[0] < c and trim(text, c, b)[0] < b:
+                kept.append(c)
+                last = c
+        return kept
+
+    def _candidate(self, chain: tuple[Node, ...], a: int, b: int) -> Candidate:
+        """`text[a:b]` (trimmed) as a chunk under `chain` (a span longer than `max_chars`
+        is not counted)."""
+        start, end = trim(self.text, a, b)
+        context, _ = self.frame.context(chain, start)
+        if end - start > self.budget.max_chars:
+            return Candidate(start, end, context, self.budget.tokens + 1, chain)
+        return Candidate(start, end, context, self.frame.count(context, start, end), chain)
 
     def _pack(self, units: list[Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
         """Greedy merge of whole consecutive units; oversized units become split tasks."""

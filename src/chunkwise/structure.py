@@ -21,6 +21,15 @@ A paragraph with no letter or digit at all ("#", "* * *", "---" in plain text) m
 nothing alone: as a chunk of its own it would embed as its context only and match every
 query about the document. It joins the sibling before it (the one after it when it is
 first).
+
+A `signature` (a parser's kind for a definition's header: decorators, name, parameters, up to
+the colon) is glued to the sibling after it, the first statement of the body: that sibling
+starts where the signature does, its `own_start` unchanged, so the fitter never cuts inside
+or right after a header, and the header travels with the first piece of the body. The
+signature's own children (parameters, decorators) are not sections any more: their starts,
+then the header's end, are kept in the sibling's `lead_cuts`, the only places where a header
+may be cut, and only when it must (see `Fitter._plan_header`). A header glued to a statement
+glued to another header (a class's first method) makes a run of headers, each with its cuts.
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ _LEAD_IN_ENDS = (":", "：")
 _LABEL_KINDS = frozenset({"label"})
 #: the kinds that marks and lead-ins move
 _PROSE_KINDS = _PARAGRAPH_KINDS | _LABEL_KINDS
+#: kinds of a header glued to the sibling after it (a parser's say: Python's signatures)
+_LEAD_KINDS = frozenset({"signature"})
 #: what a lead-in never attaches to: a heading starts its own section
 _NOT_INTRODUCED = frozenset({"section", "document"})
 #: a lead-in longer than this (in characters) is cut back to its last line
@@ -47,7 +58,7 @@ class Node:
     """A section in the tree (mutable while the tree is built, read-only afterwards)."""
 
     __slots__ = ("start", "end", "own_start", "level", "kind", "path", "context", "meta",
-                 "children")
+                 "children", "lead_cuts")
 
     def __init__(self, start: int, end: int, level: int, kind: str, path: tuple[str, ...],
                  context: str = "", meta: tuple[tuple[str, Any], ...] = ()) -> None:
@@ -61,6 +72,9 @@ class Node:
         self.context = context
         self.meta = meta
         self.children: list[Node] = []
+        #: the headers glued before the start of its content, in order, each as where it
+        #: starts, where it may be cut, then where it ends (see `_attach_leads`)
+        self.lead_cuts: tuple[tuple[int, ...], ...] = ()
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Node({self.kind}, {self.start}:{self.end}, {len(self.children)} children)"
@@ -87,6 +101,7 @@ def build_tree(doc: ParsedDocument) -> Node:
     parents: list[Node] = []
     prose_parents: dict[int, Node] = {}
     mark_parents: dict[int, Node] = {}
+    lead_parents: dict[int, Node] = {}
     text = doc.text
     for start, neg_end, _, i in order:
         s, end = sections[i], -neg_end
@@ -102,6 +117,8 @@ def build_tree(doc: ParsedDocument) -> Node:
         if not top.children:
             parents.append(top)
         top.children.append(node)
+        if kind in _LEAD_KINDS:
+            lead_parents[id(top)] = top
         if kind in _PROSE_KINDS:
             prose_parents[id(top)] = top
             if kind in _PARAGRAPH_KINDS and is_mark(text, start, end):
@@ -114,6 +131,8 @@ def build_tree(doc: ParsedDocument) -> Node:
             node.children = _absorb_marks(node.children, text)
         for node in prose_parents.values():
             node.children = _attach_lead_ins(node.children, text)
+    for node in lead_parents.values():
+        node.children = _attach_leads(node.children)
     for node in parents:  # top-down: a node is tiled before its children are
         _tile(node)
     return root
@@ -172,6 +191,24 @@ def _attach_lead_ins(kids: list[Node], text: str) -> list[Node]:
     return kept
 
 
+def _attach_leads(kids: list[Node]) -> list[Node]:
+    """Siblings `kids` with every signature glued to the sibling after it: that sibling
+    starts where the signature does and adds to its `lead_cuts` the signature's start, the
+    starts of its children (past its first), then its end (comments may follow it before
+    the sibling's own start). A signature with nothing after it stays a section."""
+    kept: list[Node] = []
+    for kid in reversed(kids):
+        nxt = kept[-1] if kept else None
+        if nxt is not None and kid.kind in _LEAD_KINDS:
+            nxt.start = kid.start
+            nxt.lead_cuts = (*kid.lead_cuts,
+                             (kid.start, *(c.start for c in kid.children[1:]), kid.end))
+            continue
+        kept.append(kid)
+    kept.reverse()
+    return kept
+
+
 def _lead_in_start(text: str, a: int, b: int) -> int:
     """Where the lead-in of the paragraph `text[a:b]` starts: its last sentence, or its
     last line when that sentence is longer than `_MAX_LEAD_IN` characters; `a` when the
@@ -202,6 +239,8 @@ def _tile(node: Node) -> None:
     """Stretch a node's children to cover it exactly."""
     kids = node.children
     kids[0].start = node.start
+    if node.lead_cuts:  # the headers glued to the node's start are glued to its first child's
+        kids[0].lead_cuts = (*node.lead_cuts, *kids[0].lead_cuts)
     for prev, cur in zip(kids, kids[1:]):
         cur.start = prev.end
     kids[-1].end = node.end

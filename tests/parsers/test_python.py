@@ -14,6 +14,7 @@ from lines import LineIndex
 
 from conftest import FIXTURES, corpus_files
 from contract import check_contract
+import headers
 
 SAMPLE = '''"""Module doc."""
 import os
@@ -160,9 +161,14 @@ def test_long_signature_is_compacted_but_still_parses():
     assert method.context.startswith("    def build(self, parameter_0, parameter_1")
     assert method.context.endswith("more parameters") and len(method.context) < 200
     ast.parse("class A:\n" + method.context + "\n        pass\n")
-    # each parameter of a multi-line signature is a section, comma included
+    # each parameter of a multi-line signature is a section, comma included, inside the
+    # method's signature (which ends at the colon)
     params = _by_kind(doc, "parameter")
     assert len(params) == 41 and _text(doc, params[1]).endswith("= 'x',")
+    assert [_text(doc, s)[:8] for s in _by_kind(doc, "signature")] == ["class A:", "def buil"]
+    sig = _by_kind(doc, "signature")[1]
+    assert _text(doc, sig).startswith("def build(") and _text(doc, sig).endswith(") -> None:")
+    assert all(sig.start < p.start and p.end <= sig.end for p in params)
 
 
 def test_match_and_try_clauses():
@@ -234,6 +240,8 @@ def _aligned(doc, chunk) -> bool:
     text = doc.text
     bounds_s, bounds_e = set(), set()
     for s in doc.sections:
+        if s.kind in ("signature", "parameter", "decorator"):  # parts of headers, not statements
+            continue
         a, b = s.start, s.end
         while a < b and text[a].isspace():
             a += 1
@@ -241,7 +249,7 @@ def _aligned(doc, chunk) -> bool:
             b -= 1
         bounds_s.add(a)
         bounds_e.add(b)
-    return chunk.start in bounds_s and chunk.end in bounds_e and "parameter" not in chunk.kinds
+    return chunk.start in bounds_s and chunk.end in bounds_e
 
 
 def test_fixture_chunks_keep_definitions_and_contract():
@@ -257,6 +265,79 @@ def test_fixture_chunks_keep_definitions_and_contract():
     method_chunks = [c for c in chunks if c.meta.get("symbol") == "BackgroundTasks.add_task"]
     assert method_chunks and all(c.section_path == ("BackgroundTasks", "add_task")
                                  for c in method_chunks)
+
+
+# -- headers (issue 24) ------------------------------------------------------------------------
+_LONG_SIGNATURE = '''class Loader(Base):
+    """Loads."""
+
+    @staticmethod
+    @cache
+    def load(
+        source: str,
+        *,
+        encoding: str = "utf-8",
+        retries: int = 3,
+        timeout: float | None = None,
+    ) -> Document:  # the parsed document
+        """Load a document from a path or a URL, retrying on network errors."""
+        text = read_source(source, encoding=encoding, retries=retries, timeout=timeout)
+        return parse_document(text)
+'''
+
+
+@pytest.mark.parametrize("budget", [96, 128])
+def test_split_definition_keeps_its_header_with_the_start_of_its_body(budget):
+    """Parameters are not units of their own: the header, to the colon (and its comment),
+    travels whole with the docstring; later pieces carry it as context."""
+    chunks = chunk_text(_LONG_SIGNATURE, format="python", source="l.py", max_tokens=budget)
+    report = headers.Report()
+    headers.check(_LONG_SIGNATURE, chunks, Chunker(max_tokens=budget).sizer.count, budget,
+                  report, "l.py")
+    assert report.ok() and report.split_defs, str(report)
+    (first,) = [c for c in chunks if "@staticmethod" in c.text]
+    assert "-> Document:  # the parsed document" in first.text and '"""Load' in first.text
+    assert all("def load(" in c.context for c in chunks if c.start > first.end)
+
+
+def test_header_too_long_for_the_budget_is_cut_between_parameters_only():
+    params = ",\n".join(f"        parameter_{i}: Annotated[str, Doc('text {i}')] = 'x'"
+                         for i in range(30))
+    src = f"class A:\n    def build(\n        self,\n{params},\n    ) -> None:\n        pass\n"
+    chunks = chunk_text(src, format="python", source="a.py", max_tokens=64)
+    report = headers.Report()
+    headers.check(src, chunks, Chunker(max_tokens=64).sizer.count, 64, report, "a.py")
+    assert report.too_long == 1 and report.ok(), str(report)
+    inside = [c for c in chunks if src.index("def build") < c.start < src.index("-> None")]
+    assert inside and all(c.text.startswith("parameter_") for c in inside)
+    assert chunks[-1].text.endswith(") -> None:\n        pass")
+
+
+@pytest.mark.parametrize("tokenizer,budget", [("minilm", 256), ("cl100k_base", 512),
+                                              ("minilm", 128)])
+def test_fixture_headers_are_never_cut(tokenizer, budget):
+    chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
+    report = headers.Report()
+    for path in sorted(FIXTURES.glob("*.py")):
+        doc = py_parser.parse(path.read_bytes(), source=path.name)
+        headers.check(doc.text, chunker.chunk_document(doc), chunker.sizer.count, budget,
+                      report, path.name)
+    assert report.headers >= 3 and report.ok(), str(report)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tokenizer,budget", [("minilm", 256), ("cl100k_base", 512)])
+def test_corpus_headers_are_never_cut(tokenizer, budget):
+    """On the shared corpus: no chunk starts or ends inside a header that fits, every split
+    definition's first chunk holds its header and the start of its body, and a header longer
+    than the budget is cut only between its parts (unless a part alone is too long)."""
+    chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
+    report = headers.Report()
+    for path in corpus_files("code"):
+        doc = py_parser.parse(path.read_bytes(), source=path.name)
+        headers.check(doc.text, chunker.chunk_document(doc), chunker.sizer.count, budget,
+                      report, path.name)
+    assert report.split_defs > 100 and not (report.cut_inside or report.first_piece), str(report)
 
 
 def test_method_piece_context_and_parse():
