@@ -76,7 +76,7 @@ from chunkwise.parsers import EXTENSIONS, MODULES, sniff
 
 from .api import Chunker, parse_bytes, parse_file
 from .discover import discover, relative_source, resolve_root
-from .chroma import flatten_metadata
+from .metadata import flatten_metadata
 from .textio import source_name
 from .errors import ConfigError, ParseError
 from .model import Chunk, ParsedDocument
