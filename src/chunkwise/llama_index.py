@@ -72,7 +72,7 @@ from llama_index.core.schema import (BaseNode, Document, MetadataMode, NodeRelat
                                      RelatedNodeInfo, TextNode)
 from llama_index.core.utils import get_tqdm_iterable
 
-from chunkwise.parsers import EXTENSIONS, MODULES, sniff
+from chunkwise.parsers import MODULES, detect_format
 
 from .api import Chunker, parse_bytes, parse_file
 from .discover import discover, relative_source, resolve_root
@@ -250,10 +250,10 @@ class ChunkwiseNodeParser(NodeParser):
         from_file = _parse_once(files, path, fmt, source) if path is not None else None
         if from_file is not None and from_file.text == text:
             return from_file, True, fmt
-        if fmt == "html" and sniff(data) == "html":
+        if fmt == "html" and detect_format(None, data) == "html":
             parsed = parse_bytes(data, source=source, format="html")
             return parsed, parsed.text == text, fmt
-        if sniff(data) == "pdf":
+        if detect_format(None, data) == "pdf":
             if from_file is None:
                 raise ParseError(source, "the document holds raw PDF bytes and its file "
                                          "cannot be read (set file_path, or use ChunkwiseReader)")
@@ -408,16 +408,18 @@ def _chunk_metadata(chunk: Chunk, fmt: str, parsed_as: str, page_label: int | No
 
 
 def _format_of(meta: dict[str, Any], text: str) -> str:
+    """The `format` the metadata declares, else what `detect_format` makes of the first file
+    name in it that has a known extension, else of the text."""
     fmt = meta.get("format")
     if isinstance(fmt, str) and fmt in MODULES:
         return fmt
     for key in ("file_path", "file_name", "filename", "source"):
         value = meta.get(key)
         if isinstance(value, str) and value:
-            fmt = EXTENSIONS.get(PurePath(value).suffix.lower())
+            fmt = detect_format(value)
             if fmt:
                 return fmt
-    return sniff(text[:8192].encode("utf-8", "surrogatepass"))
+    return detect_format(None, text[:8192].encode("utf-8", "surrogatepass"))
 
 
 def _source_of(doc: BaseNode, root: str | None = None) -> str:
