@@ -24,8 +24,6 @@ from .textio import LineCounter, source_name
 
 log = logging.getLogger(__name__)
 
-#: formats whose canonical text is the file itself, so line numbers mean something
-_LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
@@ -172,7 +170,7 @@ class Chunker:
             pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self.max_tokens)
-        lines = LineCounter(doc.text) if doc.format in _LINE_FORMATS else None
+        lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
         return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
 
