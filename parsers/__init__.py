@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import PurePath
-from typing import Callable
+from typing import Callable, overload
 
 from chunkwise.errors import ConfigError
 from chunkwise.model import ParsedDocument
@@ -51,13 +51,22 @@ def get_parser(fmt: str) -> Parser:
     return module.parse
 
 
-def detect_format(path: str | PurePath | None, data: bytes) -> str:
-    """Format by extension, with content sniffing as fallback."""
+@overload
+def detect_format(path: str | PurePath | None, data: bytes) -> str: ...
+@overload
+def detect_format(path: str | PurePath | None, data: None = None) -> str | None: ...
+
+
+def detect_format(path: str | PurePath | None, data: bytes | None = None) -> str | None:
+    """The one answer to "which format is this file?", asked by `parse_bytes`, the folder walk
+    (`chunkwise.discover`, which keeps the files this names) and the LlamaIndex parser: the
+    format its name's extension names, else, given its content, a guess from the first bytes
+    (`sniff`); None for a name with no known extension and no content to look at."""
     if path is not None:
         fmt = EXTENSIONS.get(PurePath(str(path)).suffix.lower())
         if fmt:
             return fmt
-    return sniff(data)
+    return sniff(data) if data is not None else None
 
 
 def sniff(data: bytes) -> str:

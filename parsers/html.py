@@ -118,7 +118,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     stem = PurePath(source).stem or source
     sections = _sections(walk, canonical, title, stem)
     return ParsedDocument(source=source, format="html", text=canonical,
-                          sections=tuple(sections), title=title, warnings=tuple(warns))
+                          sections=tuple(sections), title=title, warnings=tuple(warns),
+                          prose=True, line_numbers=False)
 
 
 # --- decoding and the tree -------------------------------------------------------------------

@@ -109,7 +109,8 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
     except RecursionError as e:
         raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
-                          sections=tuple(sections), title=title, warnings=tuple(warnings))
+                          sections=tuple(sections), title=title, warnings=tuple(warnings),
+                          prose=True)
 
 
 def _tokenize_body(md, state, a: int, b: int, columns: int) -> list:

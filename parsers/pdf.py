@@ -164,7 +164,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     sections = _sections(text, blocks, heads, title)
     return ParsedDocument(
         source=source, format="pdf", text=text, sections=tuple(sections), title=title,
-        page_starts=tuple(s for s, _ in page_spans), warnings=tuple(warnings),
+        page_starts=tuple(s for s, _ in page_spans), warnings=tuple(warnings), prose=True,
+        line_numbers=False,
     )
 
 

@@ -46,7 +46,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
         path = (*top, heads[k][1]) if k >= 0 else top
         sections.append(Section(start, end, _LEVEL_PARAGRAPH, "paragraph", path))
     return ParsedDocument(source=source, format="text", text=text, sections=tuple(sections),
-                          title=title, warnings=tuple(warnings))
+                          title=title, warnings=tuple(warnings), prose=True)
 
 
 def _title(source: str) -> str:

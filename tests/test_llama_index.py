@@ -194,8 +194,8 @@ def test_reader_nodes_keep_structure_exact_offsets_and_the_budget(reader_docs, r
     parser = ChunkwiseNodeParser()
     check_nodes(reader_nodes, reader_docs, parser)
     assert all(n.start_char_idx is not None for n in reader_nodes)
-    # the nodes are the chunks `chunkwise chunk` gives with the budget minus the label
-    chunker = Chunker(max_tokens=parser.max_tokens - label_cost("minilm"))
+    # the nodes are the chunks `chunkwise chunk` gives with the label's tokens reserved
+    chunker = Chunker(max_tokens=parser.max_tokens, reserve=label_cost("minilm"))
     nodes_of = by_doc(reader_nodes)
     for doc in reader_docs:
         chunks = chunker.chunk_file(doc.metadata["file_path"], source=doc.id_)
@@ -363,6 +363,31 @@ def test_embedded_document_metadata_is_paid_for_and_huge_metadata_is_excluded(ca
         assert all(n.metadata["summary"] == huge.metadata["summary"] for n in got["huge"])
         assert len(got["small"]) > len(got["huge"])  # its budget shrank
         assert "summary" in caplog.text and "huge" in caplog.text
+
+
+@pytest.mark.parametrize("tokenizer", ["minilm", "cl100k_base"])
+def test_each_document_is_chunked_once(monkeypatch, tokenizer):
+    """The embedded metadata's tokens are reserved up front (`Chunker(reserve=...)`): one
+    chunking pass per document, and every node still fits with its metadata."""
+    calls = []
+    chunk_document = Chunker.chunk_document
+
+    def counted(self, doc):
+        calls.append((doc.source, self.reserve))
+        return chunk_document(self, doc)
+
+    monkeypatch.setattr(Chunker, "chunk_document", counted)
+    text = MARKDOWN.read_text(encoding="utf-8")
+    docs = [Document(id_=f"d{i}", text=text, metadata={"summary": "web framework " * i,
+                                                       "file_name": MARKDOWN.name})
+            for i in (1, 5, 20)]
+    parser = ChunkwiseNodeParser(max_tokens=128, tokenizer=tokenizer)
+    nodes = parser.get_nodes_from_documents(docs)
+    check_nodes(nodes, docs, parser)
+    assert [source for source, _ in calls] == [d.id_ for d in docs]
+    reserves = [reserve for _, reserve in calls]
+    assert reserves == sorted(reserves) and len(set(reserves)) == 3
+    assert all("summary: web" in n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes)
 
 
 def test_budget_too_small_for_a_custom_metadata_template():

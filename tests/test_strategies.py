@@ -202,6 +202,32 @@ def test_chunker_pickles_with_its_strategy_and_options():
             assert copy.chunk_bytes(data, source="f.md") == chunker.chunk_bytes(data, source="f.md")
 
 
+def test_reserve_sizes_chunks_to_what_is_left_and_is_part_of_the_id():
+    """`reserve` tokens are kept for metadata the caller embeds: the spans are those of the
+    smaller budget, the ids (fingerprint) say the options differ."""
+    data = (FIXTURES / "fastapi__features.md").read_bytes()
+    for kw in ({}, {"tokenizer": "cl100k_base", "overlap": 8}, {"strategy": "sentence"}):
+        reserved = Chunker(max_tokens=128, reserve=40, **kw)
+        smaller = Chunker(max_tokens=88, **kw)
+        got, want = (c.chunk_bytes(data, source="f.md") for c in (reserved, smaller))
+        assert [(c.start, c.end, c.context, c.tokens) for c in got] == [
+            (c.start, c.end, c.context, c.tokens) for c in want]
+        assert max(c.tokens for c in got) <= 88
+        assert reserved.fingerprint not in (smaller.fingerprint,
+                                            Chunker(max_tokens=128, **kw).fingerprint)
+        assert not {c.id for c in got} & {c.id for c in want}
+    assert Chunker(reserve=0).fingerprint == Chunker().fingerprint
+    assert Chunker(max_tokens=32, reserve=16).max_tokens == 32
+
+
+@pytest.mark.parametrize("kw", [{"reserve": -1}, {"reserve": 241}, {"reserve": 1.5},
+                                {"reserve": True}, {"max_tokens": 64, "reserve": 40,
+                                                    "overlap": 12}])
+def test_reserve_is_validated(kw):
+    with pytest.raises(ConfigError, match="reserve"):
+        Chunker(**kw)
+
+
 def test_ids_are_deterministic_and_differ_between_strategies():
     data = (FIXTURES / "fastapi__features.md").read_bytes()
     llm = ScriptedLLM(script=planner)

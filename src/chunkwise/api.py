@@ -24,8 +24,6 @@ from .textio import LineCounter, source_name
 
 log = logging.getLogger(__name__)
 
-#: formats whose canonical text is the file itself, so line numbers mean something
-_LINE_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
@@ -41,7 +39,10 @@ class Chunker:
         tokenizer: `minilm` (default, the embedder's), `cl100k_base`, `o200k_base`,
             `chars`, or a path to a Hugging Face `tokenizer.json`.
         overlap: tokens of the previous chunk repeated at the start of the next one
-            (reserved inside the budget); must be less than half of `max_tokens`.
+            (reserved inside the budget); must be less than half of `max_tokens` - `reserve`.
+        reserve: tokens of `max_tokens` kept for metadata the caller embeds with every chunk
+            (the LlamaIndex parser's metadata lines): chunks' embed texts are sized to
+            `max_tokens - reserve`, which must leave at least 16.
         strategy: `structure` (default: sections first, recursive fallback), `fixed`,
             `sentence`, `recursive`, `semantic` or `llm`; see `chunkwise.strategies`. Only
             `structure` and `semantic` keep chunks inside sections (invariant 4). A
@@ -63,7 +64,8 @@ class Chunker:
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
-                 strategy: str | StrategySpec = "structure", options: Any = None,
+                 reserve: int = 0, strategy: str | StrategySpec = "structure",
+                 options: Any = None,
                  embedder: Any = None, semantic_threshold: str | None = None,
                  semantic_amount: float | None = None, semantic_window: int | None = None,
                  llm: Any = None, llm_timeout: float | None = None, contextualize: Any = False,
@@ -81,22 +83,32 @@ class Chunker:
             raise ConfigError(f"max_tokens must be an integer >= {_MIN_TOKENS}, got {max_tokens!r}")
         if not isinstance(overlap, int) or overlap < 0:
             raise ConfigError(f"overlap must be a non-negative integer, got {overlap!r}")
-        if overlap * 2 >= max_tokens:
-            raise ConfigError(f"overlap ({overlap}) must be less than half of max_tokens ({max_tokens})")
+        if (not isinstance(reserve, int) or isinstance(reserve, bool) or reserve < 0
+                or max_tokens - reserve < _MIN_TOKENS):
+            raise ConfigError(f"reserve must be an integer from 0 to max_tokens - {_MIN_TOKENS} "
+                              f"({max_tokens - _MIN_TOKENS}), got {reserve!r}")
+        room = max_tokens - reserve  # what a chunk's embed text may take
+        if overlap * 2 >= room:
+            raise ConfigError(f"overlap ({overlap}) must be less than half of max_tokens "
+                              f"({max_tokens}{f' - reserve {reserve}' if reserve else ''})")
         row = registered(name)
         self.max_tokens = max_tokens
+        self.reserve = reserve
+        self._room = room
         self.tokenizer = tokenizer
         self.overlap = overlap
         self.strategy = name
         # what rebuilds this Chunker in another process (see __reduce__)
         self._spec = {"max_tokens": max_tokens, "tokenizer": tokenizer, "overlap": overlap,
-                      "strategy": name, "options": options, **keywords}
+                      "reserve": reserve, "strategy": name, "options": options, **keywords}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(row, options, keywords)
         # the planning budget, less the room for a situating sentence and, unless the
         # strategy's chunks overlap by themselves, the overlap added after planning
-        self._budget = Budget.of(max_tokens - self.context_tokens
+        self._budget = Budget.of(room - self.context_tokens
                                  - (0 if self._strategy.overlaps else overlap))
+        if reserve:  # (none leaves every fingerprint, so every id, as it was)
+            extra += f"|reserve={reserve}"
         self.fingerprint = hashlib.blake2b(
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
             digest_size=8
@@ -131,7 +143,7 @@ class Chunker:
         self._strategy = row.factory(Setup(self.sizer, self.tokenizer, self.overlap, llm,
                                            float(timeout)), options)
         self.contextualizer, self.context_tokens, more = make_contextualizer(
-            contextualize, llm, self.sizer, room=self.max_tokens - self.overlap,
+            contextualize, llm, self.sizer, room=self._room - self.overlap,
             timeout=float(timeout), cache_dir=keywords.pop("context_cache", None),
             reserve=keywords.pop("context_tokens", None))
         if keywords:
@@ -154,8 +166,9 @@ class Chunker:
         return (_rebuild_chunker, (self._spec,))
 
     def __repr__(self) -> str:
+        reserve = f", reserve={self.reserve}" if self.reserve else ""
         return (f"Chunker(max_tokens={self.max_tokens}, tokenizer={self.tokenizer!r}, "
-                f"overlap={self.overlap}, strategy={self.strategy!r})")
+                f"overlap={self.overlap}{reserve}, strategy={self.strategy!r})")
 
     # -- parsing ------------------------------------------------------------------------
     def parse_bytes(self, data: bytes, *, source: str, format: str | None = None) -> ParsedDocument:
@@ -168,11 +181,11 @@ class Chunker:
             return []
         pieces = self._strategy.plan(doc, self._budget)
         if self.overlap and not self._strategy.overlaps:
-            limit = self.max_tokens - self.context_tokens  # room left for a situating sentence
+            limit = self._room - self.context_tokens  # room left for a situating sentence
             pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
-            pieces = self.contextualizer.apply(doc, pieces, self.max_tokens)
-        lines = LineCounter(doc.text) if doc.format in _LINE_FORMATS else None
+            pieces = self.contextualizer.apply(doc, pieces, self._room)
+        lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
         return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
 

@@ -12,9 +12,7 @@ this module only stores and reads.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import math
 import os
 import threading
 import time
@@ -23,6 +21,7 @@ from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .errors import ChunkwiseError, ConfigError
+from .metadata import flatten_metadata
 from .model import Chunk
 from .textio import source_name
 
@@ -46,7 +45,6 @@ _COLLECTION_SPEC = "chunkwise_embedder_spec"
 COLLECTION_ROOT = "chunkwise_root"
 #: seconds a call to a Chroma server may take before it is given up (`--timeout`)
 DEFAULT_TIMEOUT = 60.0
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
 class StoreError(ChunkwiseError):
@@ -77,41 +75,6 @@ class Hit:
 
 
 # -- metadata -------------------------------------------------------------------------------
-def flatten_metadata(meta: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Metadata Chroma accepts: str/int/float/bool values and non-empty lists of one of those
-    types. None and empty values are dropped, dicts become dotted keys, anything else (mixed
-    lists, NaN, huge ints, objects) becomes a string."""
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten_metadata(value, prefix=f"{name}."))
-            continue
-        flat = _flat_value(value)
-        if flat is not None:
-            out[name] = flat
-    return out
-
-
-def _flat_value(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, bool) or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return value if _INT64[0] <= value <= _INT64[1] else str(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = [_flat_value(v) for v in value]
-        items = [v for v in items if v is not None and not isinstance(v, list)]
-        if not items:
-            return None
-        kinds = {bool if isinstance(v, bool) else type(v) for v in items}
-        return items if len(kinds) == 1 else json.dumps(items, default=str)
-    return str(value)
-
-
 def embed_hash(text: str) -> str:
     """The key under which a vector is reused: sha256 of the exact text embedded."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -20,8 +20,10 @@ import logging
 import os
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Iterable
+
+from chunkwise.parsers import detect_format
 
 from .errors import ConfigError
 from .textio import source_name
@@ -106,14 +108,12 @@ def discover(paths: Iterable[str | os.PathLike], *, root: Path | None = None,
     """The files to read under `paths`, named relative to `root` (default `default_root`).
 
     Folders are walked recursively in sorted order, keeping files whose extension is in
-    `extensions` (default: every known format) and skipping hidden files and folders; a
-    file named explicitly is kept whatever its extension. A file found twice (two paths
-    given, or a link and its target) is read once.
+    `extensions` (default: those `chunkwise.parsers.detect_format` names a format for) and
+    skipping hidden files and folders; a file named explicitly is kept whatever its
+    extension. A file found twice (two paths given, or a link and its target) is read once.
     """
-    from chunkwise.parsers import EXTENSIONS
-
     paths = list(paths)
-    keep = frozenset(extensions if extensions is not None else EXTENSIONS)
+    keep = frozenset(extensions) if extensions is not None else None
     root = root if root is not None else default_root(paths)
     found = Discovery(root=root)
     seen: set[str] = set()
@@ -136,7 +136,7 @@ def discover(paths: Iterable[str | os.PathLike], *, root: Path | None = None,
 
 
 class _Walker:
-    def __init__(self, found: Discovery, root: Path, keep: frozenset[str], follow: bool,
+    def __init__(self, found: Discovery, root: Path, keep: frozenset[str] | None, follow: bool,
                  max_size: int, seen: set[str]) -> None:
         self.found, self.root, self.keep, self.follow = found, root, keep, follow
         self.max_size, self.seen = max_size, seen
@@ -145,6 +145,11 @@ class _Walker:
     def skip(self, path: Path, reason: str) -> None:
         name = relative_source(path, self.root) or source_name(path)
         self.found.skipped.append((name, reason))
+
+    def known(self, name: str) -> bool:
+        if self.keep is None:
+            return detect_format(name) is not None
+        return PurePath(name).suffix.lower() in self.keep
 
     def walk(self, folder: Path) -> None:
         real = folder.resolve()
@@ -171,7 +176,7 @@ class _Walker:
                 if is_link and not self._link_allowed(path, folder=True):
                     continue
                 subfolders.append(path)
-            elif Path(entry.name).suffix.lower() in self.keep:
+            elif self.known(entry.name):
                 self.file(path, explicit=False)
         for sub in subfolders:
             self.walk(sub)

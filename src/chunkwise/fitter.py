@@ -291,7 +291,7 @@ class Fitter:
         for kind, levels in doc.leaf_splitters:
             if kind == chain[-1].kind:
                 return levels
-        return PROSE_LEVELS if is_prose(doc.format, (n.kind for n in chain)) else LINED_LEVELS
+        return PROSE_LEVELS if is_prose(doc, (n.kind for n in chain)) else LINED_LEVELS
 
     def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
                    glue: int) -> list[tuple]:

@@ -47,10 +47,10 @@ the only key of the node's own that is embedded; every other key it adds is excl
 embed text (and all but `context`, `page_start`, `page_end` from the LLM text). Document
 metadata keeps the document's exclusions: keys it leaves visible (e.g. `file_path` from
 `SimpleDirectoryReader`) are embedded with every node, so their tokens, and those of the
-metadata template, are reserved: the document is chunked with a smaller budget, every node's
-`get_content(MetadataMode.EMBED)` is counted with the tokenizer, and the budget shrinks by the
-excess until all fit. When visible document metadata would take more than half the budget it
-is excluded from the embed text of that document's nodes instead, with a warning.
+metadata template, are reserved: the document is chunked once, with `Chunker(reserve=...)`,
+and every node's `get_content(MetadataMode.EMBED)` is counted with the tokenizer. When
+visible document metadata would take more than half the budget it is excluded from the embed
+text of that document's nodes instead, with a warning.
 """
 
 from __future__ import annotations
@@ -72,11 +72,11 @@ from llama_index.core.schema import (BaseNode, Document, MetadataMode, NodeRelat
                                      RelatedNodeInfo, TextNode)
 from llama_index.core.utils import get_tqdm_iterable
 
-from chunkwise.parsers import EXTENSIONS, MODULES, sniff
+from chunkwise.parsers import MODULES, detect_format
 
 from .api import Chunker, parse_bytes, parse_file
 from .discover import discover, relative_source, resolve_root
-from .chroma import flatten_metadata
+from .metadata import flatten_metadata
 from .textio import source_name
 from .errors import ConfigError, ParseError
 from .model import Chunk, ParsedDocument
@@ -96,8 +96,11 @@ _LLM_KEYS = frozenset({CONTEXT_KEY, "page_start", "page_end"})
 #: formats whose document text is the file's text
 _TEXT_FORMATS = frozenset({"markdown", "text", "python", "csv"})
 _MIN_BUDGET = 16
-#: rounds of "chunk, measure, shrink the budget"; additive tokenizers need one
-_FIT_ROUNDS = 8
+#: tokens a node's embed text can gain where the metadata meets the chunk's own embed text
+#: (`context: ` + the context): a BPE or SentencePiece tokenizer may split the context's first
+#: word differently after a space; WordPiece and `chars` count both sides separately
+_SEAM = {"minilm": 0, "chars": 0}
+_SEAM_DEFAULT = 1
 #: reader metadata shown to the LLM (the rest is bookkeeping)
 _READER_LLM_KEYS = ("file_name", "title")
 _MODEL_NAME = "all-MiniLM-L6-v2"
@@ -195,11 +198,12 @@ class ChunkwiseNodeParser(NodeParser):
         """The token counter every budget is measured with."""
         return get_sizer(self.tokenizer)
 
-    def _chunker(self, budget: int) -> Chunker:
-        if budget not in self._chunkers:
-            self._chunkers[budget] = Chunker(max_tokens=budget, tokenizer=self.tokenizer,
-                                             overlap=self.overlap, strategy=self.strategy)
-        return self._chunkers[budget]
+    def _chunker(self, reserve: int) -> Chunker:
+        if reserve not in self._chunkers:
+            self._chunkers[reserve] = Chunker(max_tokens=self.max_tokens, reserve=reserve,
+                                              tokenizer=self.tokenizer, overlap=self.overlap,
+                                              strategy=self.strategy)
+        return self._chunkers[reserve]
 
     # -- NodeParser hooks ---------------------------------------------------------------
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False,
@@ -250,10 +254,10 @@ class ChunkwiseNodeParser(NodeParser):
         from_file = _parse_once(files, path, fmt, source) if path is not None else None
         if from_file is not None and from_file.text == text:
             return from_file, True, fmt
-        if fmt == "html" and sniff(data) == "html":
+        if fmt == "html" and detect_format(None, data) == "html":
             parsed = parse_bytes(data, source=source, format="html")
             return parsed, parsed.text == text, fmt
-        if sniff(data) == "pdf":
+        if detect_format(None, data) == "pdf":
             if from_file is None:
                 raise ParseError(source, "the document holds raw PDF bytes and its file "
                                          "cannot be read (set file_path, or use ChunkwiseReader)")
@@ -262,8 +266,8 @@ class ChunkwiseNodeParser(NodeParser):
         return parsed, parsed.text == text, fmt
 
     def _fit(self, parsed: ParsedDocument, plan: _Plan) -> tuple[list[TextNode], list[int]]:
-        """Chunk with the budget left after the embedded metadata, measure every node's embed
-        text, and shrink the budget by the worst excess until nothing exceeds `max_tokens`."""
+        """Chunk once, with the tokens of the embedded metadata reserved, and count every
+        node's embed text (its `tokens`, and the proof that it fits `max_tokens`)."""
         sizer = self.sizer
         reserve = plan.reserve(sizer)
         if plan.shown and reserve > self.max_tokens // 2:
@@ -272,18 +276,18 @@ class ChunkwiseNodeParser(NodeParser):
                         self.max_tokens)
             plan.hide_document_metadata()
             reserve = plan.reserve(sizer)
-        for _ in range(_FIT_ROUNDS):
-            chunker = _chunker_or_error(self.max_tokens - reserve, self,
-                                        f"the metadata embedded with {plan.source}", self._chunker)
-            nodes = [plan.node(i, c, self) for i, c in enumerate(chunker.chunk_document(parsed))]
-            counts = sizer.count_many([n.get_content(metadata_mode=MetadataMode.EMBED)
-                                       for n in nodes])
-            excess = max((c - self.max_tokens for c in counts), default=0)
-            if excess <= 0:
-                return nodes, counts
-            reserve += excess
-        raise ConfigError(f"{plan.source}: could not fit the embed text of every node into "
-                          f"{self.max_tokens} tokens; exclude metadata keys from embedding")
+        reserve += _SEAM.get(self.tokenizer, _SEAM_DEFAULT)
+        chunker = _chunker_or_error(self.max_tokens - reserve, self,
+                                    f"the metadata embedded with {plan.source}", self._chunker)
+        nodes = [plan.node(i, c, self) for i, c in enumerate(chunker.chunk_document(parsed))]
+        counts = sizer.count_many([n.get_content(metadata_mode=MetadataMode.EMBED)
+                                   for n in nodes])
+        worst = max(counts, default=0)
+        if worst > self.max_tokens:  # a template that puts values before keys, say
+            raise ConfigError(f"{plan.source}: a node's embed text takes {worst} tokens, over "
+                              f"{self.max_tokens} with the metadata LlamaIndex embeds in it; "
+                              f"exclude metadata keys from embedding, or change the template")
+        return nodes, counts
 
 
 def _check_format(value: str | None) -> str | None:
@@ -307,9 +311,9 @@ def _chunker_or_error(budget: int, parser: ChunkwiseNodeParser, what: str,
         raise ConfigError(f"overlap ({parser.overlap}) must be less than half of the budget "
                           f"left for text ({left})")
     if make is not None:
-        return make(budget)
-    return Chunker(max_tokens=budget, tokenizer=parser.tokenizer, overlap=parser.overlap,
-                   strategy=parser.strategy)
+        return make(parser.max_tokens - budget)
+    return Chunker(max_tokens=parser.max_tokens, reserve=parser.max_tokens - budget,
+                   tokenizer=parser.tokenizer, overlap=parser.overlap, strategy=parser.strategy)
 
 
 @dataclass
@@ -408,16 +412,18 @@ def _chunk_metadata(chunk: Chunk, fmt: str, parsed_as: str, page_label: int | No
 
 
 def _format_of(meta: dict[str, Any], text: str) -> str:
+    """The `format` the metadata declares, else what `detect_format` makes of the first file
+    name in it that has a known extension, else of the text."""
     fmt = meta.get("format")
     if isinstance(fmt, str) and fmt in MODULES:
         return fmt
     for key in ("file_path", "file_name", "filename", "source"):
         value = meta.get(key)
         if isinstance(value, str) and value:
-            fmt = EXTENSIONS.get(PurePath(value).suffix.lower())
+            fmt = detect_format(value)
             if fmt:
                 return fmt
-    return sniff(text[:8192].encode("utf-8", "surrogatepass"))
+    return detect_format(None, text[:8192].encode("utf-8", "surrogatepass"))
 
 
 def _source_of(doc: BaseNode, root: str | None = None) -> str:

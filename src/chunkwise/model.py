@@ -87,6 +87,14 @@ class ParsedDocument:
     kind that has no child sections, in place of the format's own (`chunkwise.splitting`'s
     `LINED_LEVELS` or `PROSE_LEVELS`, as many of them). A CSV row is cut between its fields
     before inside one, without a section per field."""
+    prose: bool = False
+    """Whether the text outside non-prose sections (code, tables, …: `chunkwise.splitting`'s
+    `NON_PROSE` kinds) is prose: cut at sentences before lines, marks and lead-ins kept with
+    their neighbours. Parsers of prose formats (Markdown, HTML, PDF, plain text) set it;
+    code and tables leave it False."""
+    line_numbers: bool = True
+    """Whether the canonical text is the file's text line for line, so chunks record
+    `line_start`/`line_end`. Parsers that extract text (HTML, PDF) set it False."""
 
     def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
         """1-based first and last page of the span [start, end), or (None, None)."""

@@ -22,9 +22,12 @@ index means the same depth in either.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .sentences import sentence_cuts
+
+if TYPE_CHECKING:
+    from .model import ParsedDocument
 
 #: a function giving the offsets strictly inside (start, end) where a text may be cut
 Splitter = Callable[[str, int, int], list[int]]
@@ -34,8 +37,6 @@ NON_PROSE = frozenset({
     "code", "table", "row", "header", "cell", "rows", "front_matter", "html", "rule",
     "function", "class", "method", "statement", "imports", "comment", "module_docstring",
 })
-#: formats with no prose at all
-NON_PROSE_FORMATS = frozenset({"python", "csv"})
 
 
 class RegexSplitter:
@@ -137,7 +138,7 @@ def longest_fit(fits: Callable[[int], bool], lo: int, hi: int, guess: int) -> in
     return lo
 
 
-def is_prose(fmt: str, kinds: Iterable[str]) -> bool:
-    """Whether text of format `fmt` inside sections of these kinds (a leaf and its
-    ancestors) is prose."""
-    return fmt not in NON_PROSE_FORMATS and NON_PROSE.isdisjoint(kinds)
+def is_prose(doc: ParsedDocument, kinds: Iterable[str]) -> bool:
+    """Whether text of `doc` inside sections of these kinds (a leaf and its ancestors) is
+    prose (see `ParsedDocument.prose`)."""
+    return doc.prose and NON_PROSE.isdisjoint(kinds)

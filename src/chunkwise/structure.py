@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .model import ParsedDocument, Section
-from .splitting import NON_PROSE_FORMATS, SENTENCES, is_mark, trim
+from .splitting import SENTENCES, is_mark, trim
 
 #: the kinds of a lead-in or a mark
 _PARAGRAPH_KINDS = frozenset({"paragraph"})
@@ -124,7 +124,7 @@ def build_tree(doc: ParsedDocument) -> Node:
             if kind in _PARAGRAPH_KINDS and is_mark(text, start, end):
                 mark_parents[id(top)] = top
         stack.append(node)
-    if doc.format not in NON_PROSE_FORMATS:
+    if doc.prose:
         # Each step changes only the spans and list of a node's own children, so parents
         # can be taken in any order, and marks go before lead-ins before tiling.
         for node in mark_parents.values():

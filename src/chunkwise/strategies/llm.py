@@ -139,7 +139,7 @@ class LLMStrategy:
         """Sentences of a structure chunk (lines in code and tables), each small enough to
         be a chunk on its own."""
         text = index.text
-        if not is_prose(index.doc.format, p.kinds):
+        if not is_prose(index.doc, p.kinds):
             bounds = [p.start, *LINES(text, p.start, p.end), p.end]
             spans = [trim(text, a, b) for a, b in zip(bounds, bounds[1:])]
             spans = [(a, b) for a, b in spans if a < b]

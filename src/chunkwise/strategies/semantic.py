@@ -32,7 +32,7 @@ import numpy as np
 from ..fitter import Budget, Cuts, Fitter, Piece, Policy, Unit
 from ..model import ParsedDocument
 from ..sizing import Sizer
-from ..splitting import NON_PROSE, NON_PROSE_FORMATS, WORD_LEVEL, trim
+from ..splitting import NON_PROSE, WORD_LEVEL, trim
 from ..sentences import sentence_spans
 from ..structure import Node, build_tree
 from . import SemanticOptions, Setup
@@ -171,7 +171,7 @@ class SemanticStrategy:
 
 def _prose_leaves(doc: ParsedDocument, root: Node) -> list[Node]:
     """Leaves outside code, tables and the like, in document order."""
-    if doc.format in NON_PROSE_FORMATS:
+    if not doc.prose:
         return []
     out: list[Node] = []
     todo = [root]
