@@ -172,6 +172,7 @@ def main() -> None:
                 "peak_rss_mb": round(max(x["rss_mb"] for x in runs)),
                 "peak_tree_rss_mb": round(max(x.get("tree_rss_mb", 0) for x in runs)),
                 "embedded": r["embedded"], "reused": r["reused"],
+                "failed": len(r.get("failed", [])),
             }
             print(f"{name:9} {r['chunks']:6d} chunks {wall:7.1f}s  {rows[name]['chunks_per_s']:7.1f} "
                   f"chunks/s  {rows[name]['mb_per_s']:.3f} MB/s  embedder busy "
