@@ -12,6 +12,7 @@ import logging
 import sys
 from typing import Sequence
 
+from .cli_options import chunk_options
 from .errors import ChunkwiseError, ConfigError
 from .textio import display_name
 
@@ -21,42 +22,6 @@ EXAMPLES = {
     "sections": "chunkwise sections guide.md --jsonl",
 }
 
-
-def _chunk_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("chunking")
-    g.add_argument("--max-tokens", type=int, default=256, metavar="N",
-                   help="token budget per chunk, context included (default 256)")
-    g.add_argument("--tokenizer", default="minilm", metavar="NAME",
-                   help="minilm (default), cl100k_base, o200k_base, chars, or a tokenizer.json path")
-    g.add_argument("--overlap", type=int, default=0, metavar="N",
-                   help="tokens repeated from the previous chunk (default 0)")
-    from .strategies import STRATEGIES
-    from .strategies.cli_options import StrategyOption
-
-    # The strategy flags reach the Chunker folded into `strategy` (see StrategyOption).
-    g.add_argument("--strategy", default="structure", choices=STRATEGIES, action=StrategyOption,
-                   help="structure (default: sections first), fixed, sentence, recursive, "
-                        "semantic or llm; all but structure and semantic ignore structure")
-    g.add_argument("--semantic-threshold", choices=("percentile", "stddev", "iqr", "gradient"),
-                   action=StrategyOption, help="semantic: how breakpoints are found "
-                                               "(default percentile)")
-    g.add_argument("--semantic-amount", type=float, metavar="X", action=StrategyOption,
-                   help="semantic: the threshold's parameter (defaults: percentile 95, "
-                        "stddev 3, iqr 1.5, gradient 95)")
-    g.add_argument("--semantic-window", type=int, metavar="N", action=StrategyOption,
-                   help="semantic: sentences per window on each side of a boundary (default 3)")
-    g.add_argument("--llm", metavar="MODULE:ATTR", action=StrategyOption,
-                   help="a LlamaIndex LLM (instance, class or factory) for --strategy llm "
-                        "and --contextualize")
-    g.add_argument("--llm-timeout", type=float, metavar="SECONDS", action=StrategyOption,
-                   help="give up an LLM call after this long (default 60)")
-    g.add_argument("--contextualize", nargs=0, const=True, action=StrategyOption,
-                   help="add an LLM-written sentence situating each chunk to its context")
-    g.add_argument("--context-cache", metavar="DIR", action=StrategyOption,
-                   help="--contextualize: cache those sentences in DIR/contexts.sqlite")
-    g.add_argument("--context-tokens", type=int, metavar="N", action=StrategyOption,
-                   help="--contextualize: budget reserved for the sentence (default 64)")
-    g.add_argument("--format", default=None, help="force the input format instead of detecting it")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="name documents relative to DIR (default: the folder given)")
     p.add_argument("--follow-symlinks", action="store_true",
                    help="read symlinks that point outside the root (default: skipped)")
-    _chunk_options(p)
+    chunk_options(p)
     p.set_defaults(func=cmd_chunk)
 
     p = sub.add_parser("text", help="print a document's canonical text",

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from .cli_options import store_location, store_options
 from .errors import ConfigError
 
 EXAMPLES = (
@@ -25,8 +26,6 @@ EXAMPLES = (
 
 def register(subparsers: Any) -> None:
     """Add `eval` to the main parser's subcommands."""
-    from .cli_store import _store_options
-
     p = subparsers.add_parser(
         "eval", help="score retrieval against questions with known answers",
         description="Ask every question of QUESTIONS (JSON Lines: question, source, and\n"
@@ -56,7 +55,7 @@ def register(subparsers: Any) -> None:
                         "whole (all of it, as in QA top-k accuracy)")
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="embedder (default: the collection's own; minilm when comparing)")
-    _store_options(p)
+    store_options(p)
     g = p.add_argument_group("comparing strategies")
     g.add_argument("--compare", default=None, metavar="LIST",
                    help="strategies to compare, comma-separated (collections eval-<strategy> "
@@ -98,10 +97,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         qset = load_questions(args.questions, root=root)
         if args.compare is None:
-            from .cli_store import _location
-
             reports = [evaluate(qset, ks=ks, embedder=args.embedder, exact=args.exact,
-                                relevance=args.relevance, **_location(args))]
+                                relevance=args.relevance, **store_location(args))]
         else:
             reports = compare(qset, args.corpus, args.compare.split(","), ks=ks,
                               db_path=args.db, max_tokens=args.max_tokens,

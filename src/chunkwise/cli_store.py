@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .cli_options import chunk_options, store_location, store_options
 from .errors import ConfigError
 from .textio import display_name
 
@@ -27,7 +28,6 @@ EXAMPLES = {
 
 def register(subparsers: Any) -> None:
     """Add `ingest` and `query` to the main parser's subcommands."""
-    from .cli import _chunk_options
 
     p = subparsers.add_parser(
         "ingest", help="chunk, embed and write files into Chroma",
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
         epilog=f"Example:\n  {EXAMPLES['ingest']}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH")
-    _store_options(p)
+    store_options(p)
     p.add_argument("--prune", action="store_true",
                    help="delete the chunks of files under PATH that no longer exist")
     p.add_argument("--root", default=None, metavar="DIR",
@@ -67,7 +67,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress on stderr (default: when stderr is a terminal)")
-    _chunk_options(p)
+    chunk_options(p)
     g = p.add_argument_group("Ray (pip install 'chunkwise[ray]')")
     g.add_argument("--ray", action="store_true",
                    help="parse+chunk in Ray Data tasks and embed in a pool of Ray actors "
@@ -87,7 +87,7 @@ def register(subparsers: Any) -> None:
                     "healthy (or repaired), 1 damaged.",
         epilog=f"Example:\n  {EXAMPLES['check']}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    _store_options(p)
+    store_options(p)
     p.add_argument("--repair", action="store_true", help="re-embed what is missing")
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="--repair: the embedder, if the collection cannot name its own "
@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
         epilog=f"Example:\n  {EXAMPLES['query']}",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", metavar="TEXT")
-    _store_options(p)
+    store_options(p)
     p.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
     p.add_argument("--where", default=None, metavar="JSON",
                    help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
@@ -115,36 +115,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_query)
 
 
-def _store_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("store")
-    g.add_argument("--db", default=None, metavar="DIR",
-                   help="embedded Chroma database directory (default ./chunkwise-db)")
-    g.add_argument("--host", default=None, help="Chroma server host (`chroma run`)")
-    g.add_argument("--port", type=int, default=None, help="Chroma server port (default 8000)")
-    g.add_argument("--collection", default="chunkwise", metavar="NAME",
-                   help="collection name (default chunkwise)")
-    g.add_argument("--retries", type=int, default=5, metavar="N",
-                   help="retries when the server is unreachable, with backoff from 0.5 s "
-                        "doubling (default 5)")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="give up a server call that gets no answer after this long "
-                        "(default 60)")
-
-
-def _location(args: argparse.Namespace) -> dict[str, Any]:
-    from .chroma import check_server
-
-    if args.db is not None and (args.host is not None or args.port is not None):
-        raise ConfigError("use either --db or --host/--port, not both")
-    if args.retries < 0:
-        raise ConfigError("--retries must be >= 0")
-    if not args.timeout > 0:
-        raise ConfigError("--timeout must be a positive number of seconds")
-    if args.host is not None or args.port is not None:
-        check_server(args.host, args.port)
-    return {"db_path": args.db, "host": args.host, "port": args.port,
-            "collection": args.collection, "timeout": args.timeout,
-            "retry_delays": tuple(0.5 * 2 ** i for i in range(args.retries))}
 
 
 def parse_size(text: str) -> int:
@@ -223,7 +193,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                         root=args.root, workers=args.workers, wait=args.wait,
                         follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
                         max_file_size=parse_size(args.max_file_size),
-                        file_timeout=args.file_timeout, on_wait=waiting, **_location(args))
+                        file_timeout=args.file_timeout, on_wait=waiting, **store_location(args))
     finally:
         if bar is not None:
             bar.close()
@@ -269,7 +239,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .health import check, heal
     from .locking import WriteLock
 
-    loc = _location(args)
+    loc = store_location(args)
     c = connect(db_path=loc["db_path"], host=loc["host"], port=loc["port"], create=False,
                 retry_delays=loc["retry_delays"], timeout=loc["timeout"])
     folder = persist_directory(c)
@@ -312,7 +282,7 @@ def cmd_query(args: argparse.Namespace) -> int:
             raise ConfigError(f"--where is not valid JSON: {e}") from e
         if not isinstance(where, dict):
             raise ConfigError("--where must be a JSON object")
-    hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **_location(args))
+    hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
         return 0
