@@ -468,11 +468,15 @@ def test_cli_chunk_color_and_inspect(tmp_path):
     auto = subprocess.run([*CHUNKWISE_CLI, "chunk", str(md), "--color"], **env_run)
     assert "\x1b[" not in auto.stdout and auto.stdout.startswith("--- ")  # not a terminal
     out = tmp_path / "r.html"
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes((FIXTURES / PER_FORMAT["pdf"]).read_bytes()[:3000])  # cut short
     done = subprocess.run([*CHUNKWISE_CLI, "inspect", str(md), str(tmp_path / "missing.md"),
-                           "--strategy", "structure,fixed", "--max-tokens", "128", "-o",
-                           str(out)], **env_run)
+                           str(broken), "--strategy", "structure,fixed", "--max-tokens", "128",
+                           "-o", str(out)], **env_run)
     assert done.returncode == 1 and "missing.md: no such file or directory" in done.stderr
+    assert re.search(r"broken\.pdf: .+", done.stderr) and "Traceback" not in done.stderr
     page = out.read_text(encoding="utf-8")
+    assert "broken.pdf: " in page and "missing.md: no such file" in page
     n128 = len(Chunker(max_tokens=128).chunk_file(md, source=md.name))
     assert page.count('class="chunk ') == n128 + len(Chunker(
         max_tokens=128, strategy="fixed").chunk_file(md))

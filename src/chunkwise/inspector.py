@@ -450,7 +450,7 @@ svg text{font-size:9px;fill:var(--muted)}
 .plot{margin:4px 0}.plot figcaption{font-size:11px;color:var(--muted);white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .plot .dist{fill:none;stroke:#333;stroke-width:1}.plot .thr{stroke:#d33;stroke-dasharray:4 3}
 .plot .bp{fill:#d33}.plot .cut{stroke:#3a3;stroke-opacity:.6}
-.semantic summary{font-size:12px;cursor:pointer}.note{font-size:12px;color:var(--muted);margin:2px 0}
+.semantic{max-height:250px;overflow:auto;border:1px solid var(--line);padding:2px 4px;margin:4px 0}.semantic summary{font-size:12px;cursor:pointer}.note{font-size:12px;color:var(--muted);margin:2px 0}
 .text{white-space:pre-wrap;word-wrap:break-word;font:12.5px/1.5 ui-monospace,Menlo,Consolas,monospace;border:1px solid var(--line);padding:6px;max-height:80vh;overflow:auto}
 .chunk{cursor:pointer;border-radius:2px}
 .chunk:hover{outline:1px solid #555}.chunk.sel{outline:2px solid #000}
