@@ -281,10 +281,34 @@ def test_hostile_document_text_is_only_text(browser, tmp_path):
         assert o.errors == [] and o.requests == []
 
 
-@pytest.mark.slow
+def test_semantic_trace_reuses_the_chunking_pass():
+    """The curve is the one chunking computed: with a counting embedder (what the vectors
+    mean does not matter here), every sentence is embedded once for chunks and curve
+    together, and the strategy options reach `semantic` only."""
+    seen: list[str] = []
+
+    def embed(texts):
+        seen.extend(texts)
+        return hash_vectors(texts)
+
+    path = FIXTURES / "fastapi__features.md"
+    inspector = Inspector(["structure", "semantic"], semantic_threshold="stddev",
+                          semantic_amount=1.0, embedder=embed)
+    report = inspector.report(path.read_bytes(), source=path.name)
+    trace = report.views[1].trace
+    assert len(seen) == len(trace.sentences) > 20
+    assert trace.method == "stddev" and trace.amount == 1.0
+    d = trace.distances.astype(np.float64)
+    assert trace.threshold == pytest.approx(d.mean() + d.std())
+    again = Chunker(strategy="semantic", semantic_threshold="stddev", semantic_amount=1.0,
+                    embedder=embed).chunk_file(path, source=path.name)
+    assert [c.id for c in again] == [c.id for c in report.views[1].chunks]
+    assert [c.id for c in report.views[0].chunks] == [c.id for c in Chunker().chunk_file(
+        path, source=path.name)]
+
+
 def test_semantic_distance_curve(browser, tmp_path):
-    """The real model (about 35 s here: the page's trace and this test's own chunking each
-    embed the document's sentences): the curve is what the strategy cut by."""
+    """The real model (about 12 s here): the curve is what the strategy cut by."""
     path = FIXTURES / "fastapi__features.md"
     report = Inspector(["structure", "semantic"]).report(path.read_bytes(), source=path.name)
     sem = report.views[1]

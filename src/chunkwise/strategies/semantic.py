@@ -21,10 +21,11 @@ documents. Code, tables and CSV files cost no embedding at all.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -54,6 +55,13 @@ _MIN_SHARE = 1 / 8
 _DECIMALS = 6
 
 Embed = Callable[[Sequence[str]], Any]
+
+#: the traces of the last documents planned, keyed by what decides them (strategy options,
+#: embedder, document), so that `trace` after `plan` (`chunkwise inspect` draws the curve of
+#: the chunks it shows) does not embed the sentences a second time
+_RECENT: OrderedDict = OrderedDict()
+_RECENT_SIZE = 4
+_RECENT_LOCK = threading.Lock()
 
 
 def threshold(distances: np.ndarray, method: str, amount: float) -> tuple[np.ndarray, float]:
@@ -173,6 +181,7 @@ class SemanticStrategy:
                  window: int) -> None:
         self.sizer, self.threshold, self.amount, self.window = sizer, threshold, amount, window
         self._embedder = embedder
+        self._given = embedder  # None: the shared default model
         self.identity = f"|{threshold}={amount!r}|window={window}|embedder={_identity(embedder)}"
         self._lock = threading.Lock()
         #: cumulative: documents, sentences, embedded (sentences), embed_calls
@@ -192,8 +201,26 @@ class SemanticStrategy:
 
     def trace(self, doc: ParsedDocument) -> SemanticTrace:
         """The sentences, distances, threshold and breakpoints of a document (what `plan`
-        sizes under); each prose sentence is embedded once."""
-        return self._trace(doc, build_tree(doc))[0]
+        sizes under); each prose sentence is embedded once, and not at all when one of the
+        last few documents planned with the same options and embedder was this one."""
+        key = self._key(doc)
+        with _RECENT_LOCK:
+            hit = _RECENT.get(key)
+        if hit is not None and hit[0] is self._given:
+            return hit[1]
+        return self._remember(key, self._trace(doc, build_tree(doc))[0])
+
+    def _key(self, doc: ParsedDocument) -> tuple:
+        digest = hashlib.blake2b(doc.text.encode("utf-8", "surrogatepass"), digest_size=16)
+        return (self.identity, doc.source, doc.format, digest.digest())
+
+    def _remember(self, key: tuple, trace: SemanticTrace) -> SemanticTrace:
+        with _RECENT_LOCK:  # the embedder is kept with the trace: `is` tells two apart
+            _RECENT[key] = (self._given, trace)
+            _RECENT.move_to_end(key)
+            while len(_RECENT) > _RECENT_SIZE:
+                _RECENT.popitem(last=False)
+        return trace
 
     def _trace(self, doc: ParsedDocument, root: Node) -> tuple[SemanticTrace, list[Node]]:
         text = doc.text
@@ -218,6 +245,7 @@ class SemanticStrategy:
     def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
         root = build_tree(doc)
         trace, prose = self._trace(doc, root)
+        self._remember(self._key(doc), trace)
         policy = _SemanticPolicy(doc.text, self.sizer, budget, {id(n) for n in prose},
                                  [s for s, _ in trace.sentences], trace.distances, trace.breaks)
         return Fitter(self.sizer, budget, policy=policy).fit(doc, root)
