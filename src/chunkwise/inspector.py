@@ -460,8 +460,9 @@ svg text{font-size:9px;fill:var(--muted)}
 .sb.hit::before{background:#fd0}
 .pb{display:block;border-top:2px dashed #b50;margin:6px 0 2px}
 .pb::before{content:"page " attr(data-page);font:11px system-ui;color:#b50;font-style:normal}
-.text.code{display:flex;white-space:pre;overflow:auto}.code .src{flex:1;min-width:0}
-.gutter{margin:0 .8em 0 0;font:inherit;color:#999;text-align:right;user-select:none;flex:0 0 auto}
+/* a grid, not a flex row: flex measures the 1 MB text's intrinsic width (1.9 s -> 0.8 s) */
+.text.code{display:grid;grid-template-columns:max-content minmax(0,1fr);white-space:pre;overflow:auto}
+.gutter{margin:0 .8em 0 0;font:inherit;color:#999;text-align:right;user-select:none}
 .code .sb::before{content:"";border-left:2px solid #b50;margin-left:-2px}
 #panel{position:fixed;z-index:3;right:0;top:0;bottom:0;width:320px;overflow:auto;border-left:1px solid var(--line);background:#fafafa;padding:12px;font-size:12px}
 #panel h4{margin:0 0 6px;font-size:13px;word-break:break-all}

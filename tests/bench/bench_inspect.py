@@ -1,15 +1,16 @@
 """Benchmark: how fast the inspector page and the collection map open in headless Chromium.
 
-    python tests/bench/bench_inspect.py [--runs 5] [--mb 1.0] [--points 30000]
+    python tests/bench/bench_inspect.py [--runs 7] [--mb 1.0] [--points 30000] [--file F]
 
 Times in the browser itself (`performance.now()` at the second animation frame after the
-load event: parsed, the page's script run, laid out and painted), each the median of
-`--runs` fresh pages, and as a ratio to a reference page opened in the same browser: the same
-text as a single escaped `<pre>` (what the browser needs just to show that much text).
+load event: parsed, the page's script run, laid out and painted): the median of `--runs`
+fresh pages, interleaved with the other pages run by run, and the median ratio to a reference
+page opened in the same browser in the same run: the same text as one escaped `<pre>` (what
+the browser needs just to show that much text).
 
 - `inspect`: a document of `--mb` MB (`--file`, default the fixture alice-in-wonderland.txt,
-  repeated), chunked
-  with the default options, rendered by `chunkwise.inspector.render` (acceptance: < 2 s);
+  repeated; its extension gives the format), chunked with the default options and rendered by
+  `chunkwise.inspector.render` (acceptance: < 2 s);
 - `map`: `--points` points with chunk-like text, by `chunkwise.collection_map.render_map`
   (acceptance: < 5 s);
 - `reference`: `<pre>` of the same 1 MB text.
@@ -38,19 +39,17 @@ FIRST_FRAME_MS = """() => new Promise(done => requestAnimationFrame(() =>
     requestAnimationFrame(() => done(performance.now()))))"""
 
 
-def load_ms(browser, path: Path, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        page = browser.new_page()
-        page.goto(path.resolve().as_uri(), wait_until="load")
-        times.append(page.evaluate(FIRST_FRAME_MS))
-        page.close()
-    return statistics.median(times)
+def load_ms(browser, path: Path) -> float:
+    page = browser.new_page()
+    page.goto(path.resolve().as_uri(), wait_until="load")
+    ms = page.evaluate(FIRST_FRAME_MS)
+    page.close()
+    return ms
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--mb", type=float, default=1.0)
     ap.add_argument("--points", type=int, default=30_000)
     ap.add_argument("--file", type=Path, default=ALICE,
@@ -98,12 +97,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chromium {browser.version}; {len(big):,} characters, "
               f"{len(report.views[0].chunks):,} chunks (chunked in {chunked:.2f} s, page "
               f"built in {rendered:.2f} s); {n:,} map points; median of {args.runs}")
-        ref = load_ms(browser, files["reference"], args.runs)
-        print(f"{'page':<10} {'MB':>6} {'load ms':>9} {'vs ref':>7}")
-        for name in ("reference", "inspect", "map"):
-            ms = ref if name == "reference" else load_ms(browser, files[name], args.runs)
+        # interleaved, run by run, so that a load spike on a shared machine hits the
+        # reference and the pages alike; the ratio is the median of the per-run ratios
+        names = ("reference", "inspect", "map")
+        times = {name: [] for name in names}
+        for _ in range(args.runs):
+            for name in names:
+                times[name].append(load_ms(browser, files[name]))
+        print(f"{'page':<10} {'MB':>6} {'load ms':>9} {'vs ref':>7}   runs (ms)")
+        for name in names:
+            ms = statistics.median(times[name])
+            ratio = statistics.median(t / r for t, r in zip(times[name], times["reference"]))
             mb = files[name].stat().st_size / 1e6
-            print(f"{name:<10} {mb:>6.2f} {ms:>9.0f} {ms / ref:>6.1f}x")
+            runs = " ".join(f"{t:.0f}" for t in times[name])
+            print(f"{name:<10} {mb:>6.2f} {ms:>9.0f} {ratio:>6.1f}x   {runs}")
         browser.close()
     return 0
 
