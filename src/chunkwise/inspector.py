@@ -44,7 +44,7 @@ class View:
     """One strategy's chunks of one document."""
 
     label: str
-    """What the column is called: the strategy name (and options that tell two apart)."""
+    """What the column is called: the strategy's name."""
     chunks: Sequence[Chunk]
     max_tokens: int
     """The budget the chunks were sized to."""
