@@ -169,7 +169,8 @@ var d=JSON.parse(document.getElementById("map-data").textContent);
 var cv=document.getElementById("map"),ctx=cv.getContext("2d");
 var n=d.x.length,W=cv.width,H=cv.height,pad=12;
 var zoom=1,ox=0,oy=0,by="source",picked=-1;
-function colour(k){return "hsl("+((k*137.508)%360).toFixed(1)+",65%,"+(k%2?"42%":"55%")+")";}
+var T10=["#4e79a7","#f28e2b","#e15759","#76b7b2","#59a14f","#edc948","#b07aa1","#ff9da7","#9c755f","#17becf"];
+function colour(k){return k<T10.length?T10[k]:"hsl("+((k*137.508)%360).toFixed(1)+",65%,"+(k%2?"42%":"55%")+")";}
 function px(i){return pad+(d.x[i]*(W-2*pad)-ox)*zoom;}
 function py(i){return H-pad-(d.y[i]*(H-2*pad)-oy)*zoom;}
 function draw(){
