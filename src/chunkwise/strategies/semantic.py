@@ -64,7 +64,7 @@ _RECENT_SIZE = 4
 _RECENT_LOCK = threading.Lock()
 
 
-def threshold(distances: np.ndarray, method: str, amount: float) -> tuple[np.ndarray, float]:
+def threshold_of(distances: np.ndarray, method: str, amount: float) -> tuple[np.ndarray, float]:
     """The scores compared with the threshold (the distances; for `gradient`, each distance's
     rise from the previous boundary) and the threshold itself, computed over the whole
     document; NaN with fewer than two boundaries (no breakpoint then)."""
@@ -85,7 +85,7 @@ def threshold(distances: np.ndarray, method: str, amount: float) -> tuple[np.nda
 def breakpoints(distances: np.ndarray, method: str, amount: float) -> np.ndarray:
     """Boolean mask of the boundaries whose distance (for `gradient`, its rise from the
     previous boundary) is above the threshold computed over the whole document."""
-    scores, limit = threshold(distances, method, amount)
+    scores, limit = threshold_of(distances, method, amount)
     if scores.size < 2:
         return np.zeros(scores.size, dtype=bool)
     return scores > limit
@@ -233,12 +233,14 @@ class SemanticStrategy:
         stats: Counter = Counter(documents=1, sentences=len(spans))
         distances = boundary_distances(range(len(spans) - 1), len(spans), self.window,
                                        lambda k: text[spans[k][0]:spans[k][1]], self.embed, stats)
-        scores, limit = threshold(distances, self.threshold, self.amount)
+        scores, limit = threshold_of(distances, self.threshold, self.amount)
         breaks = breakpoints(distances, self.threshold, self.amount)
         log.info("%s: semantic: %d sentences embedded in %d calls, %d breakpoints",
                  doc.source, stats["embedded"], stats["embed_calls"], int(breaks.sum()))
         with self._lock:
             self.stats.update(stats)
+        for array in (distances, scores, breaks):  # shared by `plan` and later `trace` calls
+            array.flags.writeable = False
         return SemanticTrace(tuple(spans), distances, scores, limit, breaks, self.threshold,
                              self.amount, tuple(leaves)), prose
 
