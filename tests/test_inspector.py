@@ -491,6 +491,26 @@ def test_cli_chunk_color_and_inspect(tmp_path):
     assert body.count("\x1b[0m") >= len(chunks)
     auto = subprocess.run([*CHUNKWISE_CLI, "chunk", str(md), "--color"], **env_run)
     assert "\x1b[" not in auto.stdout and auto.stdout.startswith("--- ")  # not a terminal
+    if sys.platform.startswith("linux"):  # on a terminal, `--color` alone colours
+        import os
+        import pty
+
+        main_fd, tty_fd = pty.openpty()
+        proc = subprocess.Popen([*CHUNKWISE_CLI, "chunk", str(md), "--color"], stdout=tty_fd,
+                                stderr=subprocess.DEVNULL)
+        os.close(tty_fd)
+        got = b""
+        while True:
+            try:
+                part = os.read(main_fd, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not part:
+                break
+            got += part
+        os.close(main_fd)
+        assert proc.wait(timeout=300) == 0
+        assert got.startswith(f"=== {md.name}".encode()) and b"\x1b[30;48;5;223m" in got
     out = tmp_path / "r.html"
     broken = tmp_path / "broken.pdf"
     broken.write_bytes((FIXTURES / PER_FORMAT["pdf"]).read_bytes()[:3000])  # cut short
