@@ -154,6 +154,24 @@ def test_page_per_format(browser, tmp_path, fmt):
         assert o.errors == [] and o.requests == []
 
 
+def test_many_documents_on_one_page(browser, tmp_path):
+    """Documents out of view are not laid out (content-visibility), yet all are there and a
+    chunk of the last one is found from the navigation and answers a click."""
+    inspector = Inspector(["structure"])
+    paths = [FIXTURES / PER_FORMAT[f] for f in sorted(PER_FORMAT)]
+    reports = [inspector.report(p.read_bytes(), source=p.name) for p in paths]
+    with Opened(browser, write(tmp_path, "all.html", render(reports))) as o:
+        got = chunk_elements(o.page)
+        want = [c for r in reports for c in r.views[0].chunks]
+        assert [(g["id"], g["text"]) for g in got] == [(c.id, c.text) for c in want]
+        last = len(reports) - 1
+        o.page.click(f'header nav a[href="#doc{last}"]')
+        chunk = o.page.locator(f"#doc{last} .chunk").nth(3)
+        chunk.click()
+        assert reports[last].views[0].chunks[3].id in o.page.inner_text("#panel")
+        assert o.errors == [] and o.requests == []
+
+
 def test_pdf_page_boundaries_and_code_line_numbers(browser, tmp_path):
     inspector = Inspector(["structure"])
     pdf = FIXTURES / PER_FORMAT["pdf"]
