@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="name documents relative to DIR (default: the folder given)")
     p.add_argument("--follow-symlinks", action="store_true",
                    help="read symlinks that point outside the root (default: skipped)")
+    p.add_argument("--color", nargs="?", const="auto", default="never",
+                   choices=("auto", "always", "never"),
+                   help="print each document's text with chunks in alternating colours "
+                        "(auto: only on a terminal; always: forced)")
     chunk_options(p)
     p.set_defaults(func=cmd_chunk)
 
@@ -74,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         from . import cli_eval  # evaluation runs on a store
 
         cli_eval.register(sub)
+    from . import cli_inspect  # the inspector page and the collection map
+
+    cli_inspect.register(sub)
     return ap
 
 
@@ -95,13 +102,21 @@ def cmd_chunk(args: argparse.Namespace) -> int:
     for name in found.missing:
         print(f"{display_name(name)}: no such file or directory", file=sys.stderr)
     failed = len(found.missing)
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     for task in found.files:
         try:
-            chunks = chunker.chunk_bytes(read_bounded(task.path), source=task.source,
-                                         format=args.format)
+            doc = chunker.parse_bytes(read_bounded(task.path), source=task.source,
+                                      format=args.format)
+            chunks = chunker.chunk_document(doc)
         except (ChunkwiseError, ReadError) as e:
             failed += 1
             print(display_name(_one_line(e, task.source)), file=sys.stderr)
+            continue
+        if color and not args.jsonl:
+            from .inspector import terminal_view
+
+            _write(f"=== {display_name(doc.source)}: {len(chunks)} chunks")
+            _write(terminal_view(doc.text, chunks))
             continue
         for c in chunks:
             if args.jsonl:

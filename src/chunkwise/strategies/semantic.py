@@ -21,10 +21,12 @@ documents. Code, tables and CSV files cost no embedding at all.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -54,22 +56,67 @@ _DECIMALS = 6
 
 Embed = Callable[[Sequence[str]], Any]
 
+#: the traces of the last documents planned, keyed by what decides them (strategy options,
+#: embedder, document), so that `trace` after `plan` (`chunkwise inspect` draws the curve of
+#: the chunks it shows) does not embed the sentences a second time
+_RECENT: OrderedDict = OrderedDict()
+_RECENT_SIZE = 4
+_RECENT_LOCK = threading.Lock()
+
+
+def threshold_of(distances: np.ndarray, method: str, amount: float) -> tuple[np.ndarray, float]:
+    """The scores compared with the threshold (the distances; for `gradient`, each distance's
+    rise from the previous boundary) and the threshold itself, computed over the whole
+    document; NaN with fewer than two boundaries (no breakpoint then)."""
+    d = np.asarray(distances, dtype=np.float64)
+    if d.size < 2:
+        return d, float("nan")
+    if method == "gradient":  # how sharply the distance rises into a boundary
+        d = np.diff(d, prepend=d[0])
+        return d, float(np.percentile(d, amount))
+    if method == "percentile":
+        return d, float(np.percentile(d, amount))
+    if method == "stddev":
+        return d, float(d.mean() + amount * d.std())
+    q1, q3 = np.percentile(d, [25, 75])
+    return d, float(d.mean() + amount * (q3 - q1))  # iqr
+
 
 def breakpoints(distances: np.ndarray, method: str, amount: float) -> np.ndarray:
     """Boolean mask of the boundaries whose distance (for `gradient`, its rise from the
     previous boundary) is above the threshold computed over the whole document."""
-    d = np.asarray(distances, dtype=np.float64)
-    if d.size < 2:
-        return np.zeros(d.size, dtype=bool)
-    if method == "gradient":  # how sharply the distance rises into a boundary
-        d = np.diff(d, prepend=d[0])
-        return d > np.percentile(d, amount)
-    if method == "percentile":
-        return d > np.percentile(d, amount)
-    if method == "stddev":
-        return d > d.mean() + amount * d.std()
-    q1, q3 = np.percentile(d, [25, 75])
-    return d > d.mean() + amount * (q3 - q1)  # iqr
+    scores, limit = threshold_of(distances, method, amount)
+    if scores.size < 2:
+        return np.zeros(scores.size, dtype=bool)
+    return scores > limit
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticTrace:
+    """How the `semantic` strategy sees one document, before sizing: its prose sentences, the
+    distance at each boundary between neighbouring sentence windows, the threshold and the
+    breakpoints it marks (`SemanticStrategy.trace`; `chunkwise inspect` plots it). Boundary
+    `i` lies between sentences `i` and `i + 1`. The breakpoints are candidates: sizing may
+    drop one that would leave a piece under 1/8 of the budget (see `_stops`), so the cuts
+    actually made are the chunks' own starts."""
+
+    sentences: tuple[tuple[int, int], ...]
+    """(start, end) of every prose sentence in the canonical text, in order."""
+    distances: np.ndarray
+    """Cosine distance at each boundary between the windows on its two sides."""
+    scores: np.ndarray
+    """What is compared with the threshold: the distances, or their rise for `gradient`."""
+    threshold: float
+    """The threshold over `scores` (NaN with fewer than two boundaries)."""
+    breaks: np.ndarray
+    """Boolean mask of the boundaries above the threshold."""
+    method: str
+    """`percentile`, `stddev`, `iqr` or `gradient`."""
+    amount: float
+    """The method's parameter."""
+    leaves: tuple[tuple[tuple[str, ...], int, int], ...]
+    """(section path, first sentence, one past the last sentence) of each prose leaf section,
+    in order: the sentences of one section's plot."""
 
 
 def boundary_distances(boundaries: Sequence[int], n: int, window: int,
@@ -134,6 +181,7 @@ class SemanticStrategy:
                  window: int) -> None:
         self.sizer, self.threshold, self.amount, self.window = sizer, threshold, amount, window
         self._embedder = embedder
+        self._given = embedder  # None: the shared default model
         self.identity = f"|{threshold}={amount!r}|window={window}|embedder={_identity(embedder)}"
         self._lock = threading.Lock()
         #: cumulative: documents, sentences, embedded (sentences), embed_calls
@@ -151,21 +199,57 @@ class SemanticStrategy:
             return fn.get_text_embedding_batch(list(texts))
         return fn(list(texts))
 
-    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
-        root, text = build_tree(doc), doc.text
+    def trace(self, doc: ParsedDocument) -> SemanticTrace:
+        """The sentences, distances, threshold and breakpoints of a document (what `plan`
+        sizes under); each prose sentence is embedded once, and not at all when one of the
+        last few documents planned with the same options and embedder was this one."""
+        key = self._key(doc)
+        with _RECENT_LOCK:
+            hit = _RECENT.get(key)
+        if hit is not None and hit[0] is self._given:
+            return hit[1]
+        return self._remember(key, self._trace(doc, build_tree(doc))[0])
+
+    def _key(self, doc: ParsedDocument) -> tuple:
+        digest = hashlib.blake2b(doc.text.encode("utf-8", "surrogatepass"), digest_size=16)
+        return (self.identity, doc.source, doc.format, digest.digest())
+
+    def _remember(self, key: tuple, trace: SemanticTrace) -> SemanticTrace:
+        with _RECENT_LOCK:  # the embedder is kept with the trace: `is` tells two apart
+            _RECENT[key] = (self._given, trace)
+            _RECENT.move_to_end(key)
+            while len(_RECENT) > _RECENT_SIZE:
+                _RECENT.popitem(last=False)
+        return trace
+
+    def _trace(self, doc: ParsedDocument, root: Node) -> tuple[SemanticTrace, list[Node]]:
+        text = doc.text
         prose = _prose_leaves(doc, root)
-        spans = [s for leaf in prose for s in sentence_spans(text, leaf.start, leaf.end)]
-        starts = [s for s, _ in spans]
+        leaves, spans = [], []
+        for leaf in prose:
+            first = len(spans)
+            spans.extend(sentence_spans(text, leaf.start, leaf.end))
+            leaves.append((leaf.path, first, len(spans)))
         stats: Counter = Counter(documents=1, sentences=len(spans))
         distances = boundary_distances(range(len(spans) - 1), len(spans), self.window,
                                        lambda k: text[spans[k][0]:spans[k][1]], self.embed, stats)
+        scores, limit = threshold_of(distances, self.threshold, self.amount)
         breaks = breakpoints(distances, self.threshold, self.amount)
         log.info("%s: semantic: %d sentences embedded in %d calls, %d breakpoints",
                  doc.source, stats["embedded"], stats["embed_calls"], int(breaks.sum()))
         with self._lock:
             self.stats.update(stats)
-        policy = _SemanticPolicy(text, self.sizer, budget, {id(n) for n in prose}, starts,
-                                 distances, breaks)
+        for array in (distances, scores, breaks):  # shared by `plan` and later `trace` calls
+            array.flags.writeable = False
+        return SemanticTrace(tuple(spans), distances, scores, limit, breaks, self.threshold,
+                             self.amount, tuple(leaves)), prose
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        root = build_tree(doc)
+        trace, prose = self._trace(doc, root)
+        self._remember(self._key(doc), trace)
+        policy = _SemanticPolicy(doc.text, self.sizer, budget, {id(n) for n in prose},
+                                 [s for s, _ in trace.sentences], trace.distances, trace.breaks)
         return Fitter(self.sizer, budget, policy=policy).fit(doc, root)
 
 
