@@ -58,8 +58,10 @@ log = logging.getLogger(__name__)
 LEVEL_CLASS, LEVEL_FUNCTION, LEVEL_COMPOUND, LEVEL_SIMPLE = 40, 30, 20, 10
 #: the parts of a header: attributes, decorators, parameters
 LEVEL_PART = 5
-#: headers longer than this (characters) are compacted for the context
-_HEADER_LIMIT = 160
+#: headers longer than this (characters) are compacted for the context (less than Python's
+#: 160: signatures with types and modifiers are long, and the context may take at most half
+#: the budget)
+_HEADER_LIMIT = 120
 #: nested blocks below this depth are leaves
 _MAX_DEPTH = 100
 #: a file bigger than this is not given to tree-sitter (it takes some 40 bytes of memory per
@@ -495,14 +497,17 @@ class _Builder:
         blocks and its clauses (`else`, `catch`) become its children. False when it has no
         block, or its first block's first statement is on the header's line."""
         lang = self.lang
-        blocks = [node] if node.type in lang.blocks else [
-            c for c in node.children if c.type in lang.blocks]
-        clauses = [c for c in node.named_children
-                   if c.type not in lang.blocks and _has_block(c, lang.blocks)]
+        if node.type in lang.blocks:  # a bare block: `{ … }`
+            blocks, clauses = [node], []
+        else:
+            blocks = [c for c in node.children if c.type in lang.blocks]
+            clauses = [c for c in node.named_children
+                       if c.type not in lang.blocks and _has_block(c, lang.blocks)]
         if not blocks and not clauses:
             return False
         first = blocks[0] if blocks else clauses[0]
-        members = self._members(first) if blocks else []
+        members = [m for m in self._members(first) if m.type not in lang.comments] \
+            if blocks else []
         if blocks and (not members or members[0].start_point.row == node.start_point.row) \
                 and not clauses:
             return False
@@ -574,8 +579,8 @@ class _Builder:
     def _body(self, node: Node) -> Node | None:
         body = node.child_by_field_name("body")
         if body is not None and body.type not in self.lang.blocks:
-            inner = next((c for c in body.children if c.type in self.lang.blocks), None)
-            body = inner if inner is not None else body
+            # an expression body (`= expr`, `=> expr`): a block right inside it, or none
+            return next((c for c in body.children if c.type in self.lang.blocks), None)
         if body is None:  # a block among the children or grandchildren (Go's struct type)
             todo, depth = list(node.children), 0
             while todo and depth < 3:
@@ -589,8 +594,9 @@ class _Builder:
     def _header_end(self, node: Node, body: Node | None) -> int:
         """Where a definition's header ends: after the opening brace of its body, or at the
         end of what precedes a body without braces (Ruby, Lua), or the definition's end."""
-        if body is None:
-            return node.end_byte
+        if body is None:  # to the end of its first line (a declaration, `def f = expr`)
+            line_end = self.src.find(b"\n", node.start_byte, node.end_byte)
+            return node.end_byte if line_end < 0 else line_end
         if self.src[body.start_byte:body.start_byte + 1] == b"{":
             return body.start_byte + 1
         first = body.children[0] if body.children else None
@@ -669,6 +675,8 @@ class _Builder:
                 todo.extend(reversed(child.children))
             elif child.is_named or child.is_error:
                 out.append(child)
+        if len(out) == 1 and out[0].type in self.lang.blocks and out[0].type != block.type:
+            return self._members(out[0])  # a body that is one block (Swift's `statements`)
         return out
 
     def _items(self, nodes: list[Node]) -> list[_Item]:

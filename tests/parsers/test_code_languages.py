@@ -5,6 +5,7 @@ parser's), plus bad and hostile input measured in a subprocess."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 
@@ -88,8 +89,9 @@ def _fixtures():
     return sorted(FIXTURE_SYMBOLS)
 
 
-def _oracle_defs(text: str, fmt: str) -> list[tuple[int, int, str, list[str]]]:
-    """(start, end, name, enclosing headers) of every top-level function and method, as
+def _oracle_defs(text: str, fmt: str) -> list[tuple[int, int, str, list[str], bool]]:
+    """(start, end, name, enclosing headers, first member?) of every top-level function and
+    method, as
     `str` offsets: the definitions reachable from the root through containers only, with the
     doc comments and attributes directly above them; a header is a container's first line."""
     from tree_sitter import Parser
@@ -114,15 +116,22 @@ def _oracle_defs(text: str, fmt: str) -> list[tuple[int, int, str, list[str]]]:
                             or "attribute" in first.prev_sibling.type)
                        and first.prev_sibling.end_point.row >= first.start_point.row - 1):
                     first = first.prev_sibling
+                before = [c for c in node.children[:node.children.index(first)]
+                          if c.is_named and "comment" not in c.type]
                 out.append((offset(first.start_byte), offset(child.end_byte),
-                            _oracle_name(value if value is not None else child), heads))
+                            _oracle_name(value if value is not None else child), heads,
+                            not before))
             elif child.type in oracle.containers or child.type in (
                     "export_statement", "template_declaration", "ERROR") or (
                     node is root and child.type in ("compound_statement",)):
                 inner = heads
-                if child.child_by_field_name("name") is not None:
+                body = child.child_by_field_name("body") or next(
+                    (c for c in child.children if c.type.endswith("_body")), None)
+                if body is not None:  # a header: to the body's brace, else its first line
                     row = lines.offset(child.start_point.row)
-                    inner = [*heads, text[row:text.find("\n", row)]]
+                    brace = src[body.start_byte:body.start_byte + 1] == b"{"
+                    end = offset(body.start_byte) + 1 if brace else text.find("\n", row)
+                    inner = [*heads, text[row:end]]
                 todo.append((child, inner))
     return sorted(out)
 
@@ -173,20 +182,19 @@ def test_shebang_sniffing():
 
 
 # -- fixtures, against the grammar --------------------------------------------------------------
-#: (budget, fixture) where the parser and the oracle still disagree: the last piece of a split
-#: method packed with the closing brace of its class loses the method's header from its
-#: context (Swift, PHP, C++); a definition split though it fits, by a doc comment or an
-#: anonymous namespace the oracle's estimate of the context leaves out (Rust, C++, Scala)
-KNOWN_SHORT = {(64, "anyhow__src__context.rs"), (64, "leveldb__util__bloom.cc"),
-               (128, "Alamofire__RedirectHandler.swift"), (128, "Slim__Routing__RouteParser.php"),
-               (128, "anyhow__src__context.rs"),
-               (128, "leveldb__util__bloom.cc"), (128, "scopt__Read.scala")}
+#: (budget, fixture) where a piece of a split method lacks the method's header in its context:
+#: the context may take at most half the budget and the core's `limit_tokens` keeps its first
+#: lines, so under long enclosing headers (`namespace` / `class … : public …`, a Rust `impl`
+#: with a `where` clause) the innermost header, the method's own, is the one dropped.
+#: CHUNKWISE_NO_XFAIL=1 runs them as plain tests.
+KNOWN_SHORT = {(128, "Alamofire__RedirectHandler.swift"), (128, "Slim__Routing__RouteParser.php"),
+               (128, "anyhow__src__context.rs"), (128, "leveldb__util__bloom.cc")}
 
 
 @pytest.mark.parametrize("name", _fixtures())
 @pytest.mark.parametrize("budget", [64, 128, 256])
 def test_fixture_definitions_whole_or_split_with_their_signature(name, budget, request):
-    if (budget, name) in KNOWN_SHORT:
+    if (budget, name) in KNOWN_SHORT and not os.environ.get("CHUNKWISE_NO_XFAIL"):
         request.applymarker(pytest.mark.xfail(strict=True, reason="known shortfall"))
     data = (FIXTURES / name).read_bytes()
     chunker = Chunker(max_tokens=budget)
@@ -198,8 +206,11 @@ def test_fixture_definitions_whole_or_split_with_their_signature(name, budget, r
     assert defs, f"the oracle found no definition in {name}"
     whole = split = 0
     file_line = chunks[0].context.split("\n")[0]
-    for start, end, fname, heads in defs:
+    for start, end, fname, heads, first_member in defs:
         embed = "\n".join([file_line, *heads]) + "\n\n" + text[start:end]
+        if first_member and heads:  # the container's header is glued to its first member
+            embed = "\n".join([file_line, *heads]) + "\n\n" + heads[-1] + "\n" + text[start:end]
+        start, end = _trim(text, start, end)  # (Scala's nodes end past trailing blanks)
         inside = [c for c in chunks if c.start <= start and end <= c.end]
         touching = [c for c in chunks if c.start < end and start < c.end]
         if chunker.sizer.count(embed) <= budget:
