@@ -68,6 +68,9 @@ _MAX_DEPTH = 100
 #: source byte): it is kept as plain text, sized by lines
 _MAX_TREE = 1 << 23
 _SPACES = re.compile(r"\s+")
+#: a statement bigger than this (bytes) with no block of its own is searched for a block up to
+#: `_DEEP_LEVELS` below it (callbacks, immediately invoked functions)
+_DEEP_MIN, _DEEP_LEVELS = 1024, 6
 #: the extra that installs every grammar
 EXTRA = "code"
 
@@ -503,13 +506,19 @@ class _Builder:
             blocks = [c for c in node.children if c.type in lang.blocks]
             clauses = [c for c in node.named_children
                        if c.type not in lang.blocks and _has_block(c, lang.blocks)]
+        if not blocks and not clauses and node.end_byte - node.start_byte > _DEEP_MIN:
+            # a big statement whose block sits deeper: a callback (`describe('x', () => {`),
+            # an immediately invoked function (`!function(){ … }()`, a minified bundle)
+            deep = _deep_block(node, lang.blocks)
+            blocks = [deep] if deep is not None else []
         if not blocks and not clauses:
             return False
         first = blocks[0] if blocks else clauses[0]
         members = [m for m in self._members(first) if m.type not in lang.comments] \
             if blocks else []
-        if blocks and (not members or members[0].start_point.row == node.start_point.row) \
-                and not clauses:
+        small = node.end_byte - node.start_byte <= _DEEP_MIN  # (minified code is one line)
+        if blocks and not clauses and (not members or small and members[0].start_point.row
+                                       == node.start_point.row):
             return False
         end = self._header_end(node, first) if blocks else first.start_byte
         context = self._indent(node) + self._header(node.start_byte, end, node, first)
@@ -727,11 +736,13 @@ class _Builder:
         return self._slice(node.start_byte, node.end_byte)
 
     def _indent(self, node: Node) -> str:
-        """The source indentation of the node's line (spaces if code precedes it)."""
-        line_start = self.src.rfind(b"\n", 0, node.start_byte) + 1
-        prefix = self.src[line_start:node.start_byte]
-        text = prefix.decode("utf-8", "surrogatepass")
-        return text if not text.strip() else " " * len(text)
+        """The source indentation of the node's line ("" if code precedes it on its line: a
+        minified line can be megabytes long)."""
+        column = node.start_point.column  # (bytes)
+        if column > _HEADER_LIMIT:
+            return ""
+        prefix = self.src[node.start_byte - column:node.start_byte]
+        return prefix.decode("utf-8", "surrogatepass") if not prefix.strip() else ""
 
 
 #: node types that name a definition when it has no `name` field
@@ -758,6 +769,24 @@ def _has_block(node: Node, blocks: frozenset[str]) -> bool:
         if child.is_named and any(g.type in blocks for g in child.children):
             return True
     return False
+
+
+def _deep_block(node: Node, blocks: frozenset[str]) -> Node | None:
+    """The biggest block at most `_DEEP_LEVELS` below a node, if it holds most of the node."""
+    level, best = [node], None
+    for _ in range(_DEEP_LEVELS):
+        level = [c for n in level for c in n.children if c.is_named]
+        if not level:
+            break
+        for c in level:
+            if c.type in blocks and (best is None or c.end_byte - c.start_byte
+                                     > best.end_byte - best.start_byte):
+                best = c
+        if best is not None:
+            break
+    if best is None or 2 * (best.end_byte - best.start_byte) < node.end_byte - node.start_byte:
+        return None
+    return best
 
 
 def _attribute_children(node: Node, lang: Lang) -> list[Node]:
