@@ -47,8 +47,9 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Callable
 
 from chunkwise.errors import MissingDependencyError, ParseError
-from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import ByteOffsets, decode
+from chunkwise.model import ParsedDocument
+from chunkwise.parsers.treesitter import SectionBuilder, line_runs
+from chunkwise.textio import decode
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -349,18 +350,17 @@ class _Item:
     above: list[Node] = field(default_factory=list)  # the attributes attached above
 
 
-class _Builder:
+class _Builder(SectionBuilder):
     """Turns a tree-sitter tree into sections with an explicit work stack."""
 
     def __init__(self, text: str, src: bytes, lang: Lang) -> None:
-        self.text, self.src, self.lang = text, src, lang
-        self.offsets = ByteOffsets(text)
-        self.sections: list[Section] = []
+        super().__init__(text, src)
+        self.lang = lang
         self.todo: list[tuple[list[Node], _Scope]] = []
         self.package: tuple[str, ...] = ()
 
     def add_plain(self, start_byte: int, end_byte: int) -> None:
-        self._add(start_byte, end_byte, LEVEL_SIMPLE, "statement", meta=(("kind", "module"),))
+        self.add(start_byte, end_byte, LEVEL_SIMPLE, "statement", meta=(("kind", "module"),))
 
     def add_module(self, root: Node) -> None:
         self._module(self._members(root))
@@ -388,7 +388,7 @@ class _Builder:
                 continue
             run = items[i:last]
             level = LEVEL_SIMPLE if len(run) == 1 else LEVEL_COMPOUND
-            self._add(run[0].start, run[-1].end, level, "imports", meta=module)
+            self.add(run[0].start, run[-1].end, level, "imports", meta=module)
             if len(run) > 1:
                 for item in run:
                     self._item(item, scope)
@@ -399,11 +399,11 @@ class _Builder:
         node = item.node
         module = (("kind", "module"),) if scope.owner == "module" else ()
         if node is None:
-            self._add(item.start, item.end, LEVEL_SIMPLE, "comment", meta=module)
+            self.add(item.start, item.end, LEVEL_SIMPLE, "comment", meta=module)
             return
         lang = self.lang
         if node.type in lang.packages and self._package(node):
-            self._add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=module)
+            self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=module)
             return
         target, body_owner = self._definition_of(node)
         if target is not None and scope.depth < _MAX_DEPTH:
@@ -415,7 +415,7 @@ class _Builder:
             return
         else:
             error = (("syntax_error", True),) if scope.broken or node.has_error else ()
-            self._add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
+            self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
 
     def _definition_of(self, node: Node) -> tuple[Node | None, Node | None]:
         """(the definition a statement is, the node whose body holds its members): itself, the
@@ -455,7 +455,7 @@ class _Builder:
         meta = (("symbol", symbol), ("kind", kind),
                 ("line_start", item.row + 1), ("line_end", item.end_row + 1))
         level = LEVEL_CLASS if is_class else LEVEL_FUNCTION
-        self._add(item.start, item.end, level, kind, path=path, context=context, meta=meta)
+        self.add(item.start, item.end, level, kind, path=path, context=context, meta=meta)
         if body is None or node.type in lang.others and not is_class:
             return
         members = self._members(body)
@@ -473,12 +473,12 @@ class _Builder:
         core to the first member. Its parts are its children: each attribute of several, and
         each parameter of a multi-line list, so a header too long for one chunk is cut
         between them, never inside one."""
-        self._add(item.start, end, LEVEL_SIMPLE, "signature")
+        self.add(item.start, end, LEVEL_SIMPLE, "signature")
         attributes = [a for a in item.above if a.type in self.lang.attributes]
         attributes += [a for a in _attribute_children(node, self.lang) if a.end_byte <= end]
         if len(attributes) > 1:
             for a in attributes:
-                self._add(a.start_byte, a.end_byte, LEVEL_PART, "decorator")
+                self.add(a.start_byte, a.end_byte, LEVEL_PART, "decorator")
         params = self._parameters(node)
         if params is not None and params.end_point.row > params.start_point.row \
                 and params.end_byte <= end:
@@ -493,7 +493,7 @@ class _Builder:
                     spans.append([child.start_byte, child.end_byte, child.end_point.row])
             if len(spans) > 1:
                 for a, b, _ in spans:
-                    self._add(a, b, LEVEL_PART, "parameter")
+                    self.add(a, b, LEVEL_PART, "parameter")
 
     def _compound(self, item: _Item, node: Node, scope: _Scope) -> bool:
         """A statement with blocks (`if`, `for`, `try`, a bare `{ … }`): the statements of its
@@ -522,7 +522,7 @@ class _Builder:
             return False
         end = self._header_end(node, first) if blocks else first.start_byte
         context = self._indent(node) + self._header(node.start_byte, end, node, first)
-        self._add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
+        self.add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
         inner = _Scope(scope.path, scope.owner, scope.depth + 1, scope.broken)
         for block in blocks:
             self.todo.append((self._members(block), inner))
@@ -542,7 +542,7 @@ class _Builder:
             named = next((c for c in node.named_children
                           if c.type not in self.lang.comments), None)
         if named is not None:
-            self.package = tuple(p for p in re.split(r"[.\\:]+", self._str(named).strip()) if p)
+            self.package = tuple(p for p in re.split(r"[.\\:]+", self.node_text(named).strip()) if p)
         return True
 
     def _name(self, node: Node) -> tuple[str, str]:
@@ -551,8 +551,8 @@ class _Builder:
         if t == "impl_item":  # Rust: `impl Trait for Type` is the symbol, `Type` the path
             typ = node.child_by_field_name("type")
             trait = node.child_by_field_name("trait")
-            name = _strip_generics(self._str(typ)) if typ is not None else "?"
-            label = f"impl {_strip_generics(self._str(trait))} for {name}" if trait is not None \
+            name = _strip_generics(self.node_text(typ)) if typ is not None else "?"
+            label = f"impl {_strip_generics(self.node_text(trait))} for {name}" if trait is not None \
                 else f"impl {name}"
             return name, label
         if t == "method_declaration" and self.lang.name == "go":
@@ -562,9 +562,9 @@ class _Builder:
                 types = [c.child_by_field_name("type") for c in receiver.named_children]
                 types = [x for x in types if x is not None]
                 if types:
-                    recv = _strip_generics(self._str(types[0]).lstrip("*"))
+                    recv = _strip_generics(self.node_text(types[0]).lstrip("*"))
             own = node.child_by_field_name("name")
-            name = self._str(own) if own is not None else "?"
+            name = self.node_text(own) if own is not None else "?"
             return (f"{recv}.{name}" if recv else name), ""
         named = node.child_by_field_name("name")
         if named is None and t == "type_declaration":
@@ -583,7 +583,7 @@ class _Builder:
             named = next((c for c in node.named_children if c.type in _NAME_TYPES), None)
         if named is None:
             return "", ""
-        return _SPACES.sub(" ", self._str(named)).strip()[:_HEADER_LIMIT], ""
+        return _SPACES.sub(" ", self.node_text(named)).strip()[:_HEADER_LIMIT], ""
 
     def _body(self, node: Node) -> Node | None:
         body = node.child_by_field_name("body")
@@ -639,7 +639,7 @@ class _Builder:
     def _header(self, start: int, end: int, node: Node, body: Node | None) -> str:
         """The header text for a context: as in the source when short, else on one line,
         else with its parameter list elided, else cut."""
-        raw = self._slice(start, end).rstrip()
+        raw = self.slice(start, end).rstrip()
         if len(raw) <= _HEADER_LIMIT:
             return raw
         short = _SPACES.sub(" ", raw).strip()
@@ -647,8 +647,8 @@ class _Builder:
             return short
         params = self._parameters(node)
         if params is not None and start <= params.start_byte and params.end_byte <= end:
-            short = _SPACES.sub(" ", self._slice(start, params.start_byte) + "(…)"
-                                + self._slice(params.end_byte, end)).strip()
+            short = _SPACES.sub(" ", self.slice(start, params.start_byte) + "(…)"
+                                + self.slice(params.end_byte, end)).strip()
             if len(short) <= _HEADER_LIMIT:
                 return short
         brace = " {" if raw.endswith("{") else ""
@@ -708,7 +708,7 @@ class _Builder:
                 pending.append(node)
                 continue
             start, row = node.start_byte, node.start_point.row
-            runs = _runs(pending)
+            runs = line_runs(pending)
             above: list[Node] = []
             if runs and runs[-1][-1].end_point.row >= row - 1:
                 above = runs.pop()
@@ -718,23 +718,10 @@ class _Builder:
             items.append(_Item(node, start, row, node.end_byte, node.end_point.row, above))
             pending = []
         items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
-                           r[-1].end_point.row) for r in _runs(pending))
+                           r[-1].end_point.row) for r in line_runs(pending))
         return items
 
     # -- helpers --------------------------------------------------------------------------------
-    def _add(self, start_byte: int, end_byte: int, level: int, kind: str, *,
-             path: tuple[str, ...] = (), context: str = "",
-             meta: tuple[tuple[str, Any], ...] = ()) -> None:
-        start, end = self.offsets.to_str(start_byte), self.offsets.to_str(end_byte)
-        if start < end:
-            self.sections.append(Section(start, end, level, kind, path, context, meta))
-
-    def _slice(self, start_byte: int, end_byte: int) -> str:
-        return self.src[start_byte:end_byte].decode("utf-8", "surrogatepass")
-
-    def _str(self, node: Node) -> str:
-        return self._slice(node.start_byte, node.end_byte)
-
     def _indent(self, node: Node) -> str:
         """The source indentation of the node's line ("" if code precedes it on its line: a
         minified line can be megabytes long)."""
@@ -748,17 +735,6 @@ class _Builder:
 #: node types that name a definition when it has no `name` field
 _NAME_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "constant",
                          "name", "word", "field_identifier", "user_type"})
-
-
-def _runs(nodes: list[Node]) -> list[list[Node]]:
-    """Comments and attributes grouped into runs on consecutive lines."""
-    runs: list[list[Node]] = []
-    for c in nodes:
-        if runs and c.start_point.row <= runs[-1][-1].end_point.row + 1:
-            runs[-1].append(c)
-        else:
-            runs.append([c])
-    return runs
 
 
 def _has_block(node: Node, blocks: frozenset[str]) -> bool:
