@@ -41,14 +41,14 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Callable
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers.treesitter import SectionBuilder, line_runs
+from chunkwise.parsers.treesitter import Item, Scope, SectionBuilder, line_runs
 from chunkwise.textio import decode
 
 if TYPE_CHECKING:
@@ -325,38 +325,13 @@ def _as_text(data: bytes, source: str, lang: Lang, error: MissingDependencyError
 
 
 # -- the walk ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Where a list of statements lives: qualified path, enclosing definition kind, depth."""
-
-    path: tuple[str, ...]
-    owner: str  # "module", "class" or "function"
-    depth: int
-    broken: bool = False  # the statements are the children of an ERROR node
-
-
-@dataclass(slots=True)
-class _Item:
-    """A statement or member, or a run of comment lines standing apart (`node` None).
-
-    `start` includes the comments and attributes directly above a statement; `end` includes
-    a comment trailing its last line."""
-
-    node: Node | None
-    start: int
-    row: int
-    end: int
-    end_row: int
-    above: list[Node] = field(default_factory=list)  # the attributes attached above
-
-
 class _Builder(SectionBuilder):
     """Turns a tree-sitter tree into sections with an explicit work stack."""
 
     def __init__(self, text: str, src: bytes, lang: Lang) -> None:
         super().__init__(text, src)
         self.lang = lang
-        self.todo: list[tuple[list[Node], _Scope]] = []
+        self.todo: list[tuple[list[Node], Scope]] = []
         self.package: tuple[str, ...] = ()
 
     def add_plain(self, start_byte: int, end_byte: int) -> None:
@@ -371,7 +346,7 @@ class _Builder(SectionBuilder):
 
     def _module(self, children: list[Node]) -> None:
         """Import runs as one section each, then every other top-level statement."""
-        scope = _Scope((), "module", 0)
+        scope = Scope((), "module", 0)
         items = self._items(children)
         module = (("kind", "module"),)
         imports = self.lang.imports
@@ -395,7 +370,7 @@ class _Builder(SectionBuilder):
             i = last
 
     # -- statements ---------------------------------------------------------------------------
-    def _item(self, item: _Item, scope: _Scope) -> None:
+    def _item(self, item: Item, scope: Scope) -> None:
         node = item.node
         module = (("kind", "module"),) if scope.owner == "module" else ()
         if node is None:
@@ -409,7 +384,7 @@ class _Builder(SectionBuilder):
         if target is not None and scope.depth < _MAX_DEPTH:
             self._definition(item, target, body_owner, scope)
         elif node.is_error and node.named_child_count and scope.depth < _MAX_DEPTH:
-            self.todo.append((node.children, _Scope(scope.path, scope.owner, scope.depth + 1,
+            self.todo.append((node.children, Scope(scope.path, scope.owner, scope.depth + 1,
                                                     broken=True)))
         elif scope.depth < _MAX_DEPTH and self._compound(item, node, scope):
             return
@@ -439,7 +414,7 @@ class _Builder(SectionBuilder):
                 return node, value
         return None, None
 
-    def _definition(self, item: _Item, node: Node, owner: Node, scope: _Scope) -> None:
+    def _definition(self, item: Item, node: Node, owner: Node, scope: Scope) -> None:
         lang = self.lang
         name, label = self._name(node)
         is_class = node.type in lang.classes or owner.type == "class"
@@ -462,13 +437,13 @@ class _Builder(SectionBuilder):
         if not members:
             return
         owner_kind = "class" if is_class else "function"
-        inner = _Scope(path, owner_kind, scope.depth + 1)
+        inner = Scope(path, owner_kind, scope.depth + 1)
         items = self._items(members)
         if items and items[0].start >= header_end:
             self._signature(item, header_end, node)
         self.todo.append((members, inner))
 
-    def _signature(self, item: _Item, end: int, node: Node) -> None:
+    def _signature(self, item: Item, end: int, node: Node) -> None:
         """The header, from its first comment or attribute to its opening brace: glued by the
         core to the first member. Its parts are its children: each attribute of several, and
         each parameter of a multi-line list, so a header too long for one chunk is cut
@@ -495,7 +470,7 @@ class _Builder(SectionBuilder):
                 for a, b, _ in spans:
                     self.add(a, b, LEVEL_PART, "parameter")
 
-    def _compound(self, item: _Item, node: Node, scope: _Scope) -> bool:
+    def _compound(self, item: Item, node: Node, scope: Scope) -> bool:
         """A statement with blocks (`if`, `for`, `try`, a bare `{ … }`): the statements of its
         blocks and its clauses (`else`, `catch`) become its children. False when it has no
         block, or its first block's first statement is on the header's line."""
@@ -523,12 +498,12 @@ class _Builder(SectionBuilder):
         end = self._header_end(node, first) if blocks else first.start_byte
         context = self._indent(node) + self._header(node.start_byte, end, node, first)
         self.add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
-        inner = _Scope(scope.path, scope.owner, scope.depth + 1, scope.broken)
+        inner = Scope(scope.path, scope.owner, scope.depth + 1, scope.broken)
         for block in blocks:
             self.todo.append((self._members(block), inner))
         for clause in clauses:
             row, end_row = clause.start_point.row, clause.end_point.row
-            self._item(_Item(clause, clause.start_byte, row, clause.end_byte, end_row), inner)
+            self._item(Item(clause, clause.start_byte, row, clause.end_byte, end_row), inner)
         return True
 
     # -- names and headers ----------------------------------------------------------------------
@@ -688,12 +663,12 @@ class _Builder(SectionBuilder):
             return self._members(out[0])  # a body that is one block (Swift's `statements`)
         return out
 
-    def _items(self, nodes: list[Node]) -> list[_Item]:
+    def _items(self, nodes: list[Node]) -> list[Item]:
         """Statements with their comments and attributes: a comment trailing a statement's
         last line joins it; comment and attribute lines directly above a statement (no blank
         line) join it; other runs of comment lines are items of their own."""
         lang = self.lang
-        items: list[_Item] = []
+        items: list[Item] = []
         pending: list[Node] = []  # own-line comments and attributes not yet placed
         for node in nodes:
             if node.type in lang.comments:
@@ -713,11 +688,11 @@ class _Builder(SectionBuilder):
             if runs and runs[-1][-1].end_point.row >= row - 1:
                 above = runs.pop()
                 start, row = above[0].start_byte, above[0].start_point.row
-            items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
+            items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
                                r[-1].end_point.row) for r in runs)
-            items.append(_Item(node, start, row, node.end_byte, node.end_point.row, above))
+            items.append(Item(node, start, row, node.end_byte, node.end_point.row, above))
             pending = []
-        items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
+        items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
                            r[-1].end_point.row) for r in line_runs(pending))
         return items
 

@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Iterator
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers.treesitter import SectionBuilder, line_runs
+from chunkwise.parsers.treesitter import Item, Scope, SectionBuilder, line_runs
 from chunkwise.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
@@ -170,36 +169,12 @@ def _slice_bounds(src: bytes) -> list[int]:
     return bounds
 
 
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Where a list of statements lives: qualified path, enclosing definition kind, depth."""
-
-    path: tuple[str, ...]
-    owner: str  # "module", "class" or "function"
-    depth: int
-    broken: bool = False  # the statements are the children of an ERROR node
-
-
-@dataclass(slots=True)
-class _Item:
-    """A statement of a block, or a run of comment lines standing apart (`node` is None).
-
-    `start` includes the comment lines directly above a statement; `end` includes a comment
-    trailing its last line, so that neither is cut from the code it describes."""
-
-    node: Node | None
-    start: int
-    row: int
-    end: int
-    end_row: int
-
-
 class _Builder(SectionBuilder):
     """Turns a tree-sitter tree into sections with an explicit work stack."""
 
     def __init__(self, text: str, src: bytes) -> None:
         super().__init__(text, src)
-        self.todo: list[tuple[list[Node], _Scope]] = []
+        self.todo: list[tuple[list[Node], Scope]] = []
 
     def add_plain(self, start_byte: int, end_byte: int) -> None:
         """A stretch kept as plain text (the fitter sizes it by lines)."""
@@ -216,7 +191,7 @@ class _Builder(SectionBuilder):
     # -- module level -------------------------------------------------------------------
     def _module(self, children: list[Node], *, docstring: bool) -> None:
         """Module docstring and import blocks, then every other top-level statement."""
-        scope = _Scope((), "module", 0)
+        scope = Scope((), "module", 0)
         items = _items(children, self.src)
         module = (("kind", "module"),)
         first = next((k for k, it in enumerate(items) if it.node is not None), None)
@@ -244,7 +219,7 @@ class _Builder(SectionBuilder):
             i = last
 
     # -- statements ---------------------------------------------------------------------
-    def _item(self, item: _Item, scope: _Scope) -> None:
+    def _item(self, item: Item, scope: Scope) -> None:
         node = item.node
         module = (("kind", "module"),) if scope.owner == "module" else ()
         if node is None:
@@ -261,13 +236,13 @@ class _Builder(SectionBuilder):
         elif node.is_error and node.named_child_count and scope.depth < _MAX_DEPTH:
             # tree-sitter wraps whole stretches of valid code in an ERROR node: it is not a
             # section, its statements and definitions are (fragments become flagged leaves)
-            self.todo.append((node.children, _Scope(scope.path, scope.owner, scope.depth + 1,
+            self.todo.append((node.children, Scope(scope.path, scope.owner, scope.depth + 1,
                                                     broken=True)))
         else:
             error = (("syntax_error", True),) if scope.broken or node.has_error else ()
             self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
 
-    def _definition(self, item: _Item, node: Node, scope: _Scope) -> None:
+    def _definition(self, item: Item, node: Node, scope: Scope) -> None:
         name_node = node.child_by_field_name("name")
         name = self.node_text(name_node) if name_node is not None else "?"
         path = (*scope.path, name)
@@ -282,10 +257,10 @@ class _Builder(SectionBuilder):
         if scope.depth >= _MAX_DEPTH or body is None or _inline(node, body):
             return
         self._signature(item, node, body)
-        self.todo.append((body.children, _Scope(path, "class" if is_class else "function",
+        self.todo.append((body.children, Scope(path, "class" if is_class else "function",
                                                 scope.depth + 1)))
 
-    def _signature(self, item: _Item, node: Node, body: Node) -> None:
+    def _signature(self, item: Item, node: Node, body: Node) -> None:
         """The header of a definition with a block body, from its first decorator (or the
         comments above it) to the colon: the core glues it to the body's first statement.
         Its parts are its children: each decorator of several, and each parameter (or base
@@ -332,7 +307,7 @@ class _Builder(SectionBuilder):
             for start, end, _ in spans:
                 self.add(start, end, LEVEL_PART, "parameter")
 
-    def _compound(self, item: _Item, scope: _Scope) -> None:
+    def _compound(self, item: Item, scope: Scope) -> None:
         """An if/for/while/try/with/match statement: its blocks' statements and its clauses
         become children, unless its body sits on the header line."""
         node = item.node
@@ -345,21 +320,21 @@ class _Builder(SectionBuilder):
         if clauses:  # `...` stands for the elided block, so a following clause still parses
             context += "\n" + self._indent(_first_statement(block) or block) + "..."
         self.add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
-        inner = _Scope(scope.path, scope.owner, scope.depth + 1)
+        inner = Scope(scope.path, scope.owner, scope.depth + 1)
         for child in node.children:
             if child.type == "block":
                 self.todo.append((child.children, inner))
             elif child.type in _CLAUSES:
                 self._clause(child, inner)
 
-    def _clause(self, node: Node, scope: _Scope) -> None:
+    def _clause(self, node: Node, scope: Scope) -> None:
         block = _first_block(node)
         if block is None or _inline(node, block) or scope.depth >= _MAX_DEPTH:
             self.add(node.start_byte, node.end_byte, LEVEL_SIMPLE, "statement")
             return
         context = self._indent(node) + self._header(node, block)
         self.add(node.start_byte, node.end_byte, LEVEL_COMPOUND, "statement", context=context)
-        self.todo.append((block.children, _Scope(scope.path, scope.owner, scope.depth + 1)))
+        self.todo.append((block.children, Scope(scope.path, scope.owner, scope.depth + 1)))
 
     # -- headers --------------------------------------------------------------------------
     def _header(self, node: Node, block: Node) -> str:
@@ -453,11 +428,11 @@ class _Builder(SectionBuilder):
         return prefix.decode("utf-8", "surrogatepass") if not prefix.strip() else " " * len(prefix)
 
 
-def _items(nodes: list[Node], src: bytes) -> list[_Item]:
+def _items(nodes: list[Node], src: bytes) -> list[Item]:
     """The statements of a block with their comments: a comment trailing a statement's last
     line joins it, comment lines directly above a statement (no blank line) join it, and
     other runs of comment lines become items of their own."""
-    items: list[_Item] = []
+    items: list[Item] = []
     pending: list[Node] = []  # own-line comments not yet placed
     for node in nodes:
         if not node.is_named or node.type == "line_continuation":
@@ -475,11 +450,11 @@ def _items(nodes: list[Node], src: bytes) -> list[_Item]:
         if runs and runs[-1][-1].end_point.row == row - 1:
             above = runs.pop()
             start, row = above[0].start_byte, above[0].start_point.row
-        items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
+        items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
                            r[-1].end_point.row) for r in runs)
-        items.append(_Item(node, start, row, node.end_byte, node.end_point.row))
+        items.append(Item(node, start, row, node.end_byte, node.end_point.row))
         pending = []
-    items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
+    items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
                        r[-1].end_point.row) for r in line_runs(pending))
     return items
 

@@ -1,5 +1,5 @@
-"""What the tree-sitter parsers (`python`, `code`) share: sections made from byte spans, and
-comments grouped into runs.
+"""What the tree-sitter parsers (`python`, `code`) share: sections made from byte spans, the
+scope and item records of their walks, and comments grouped into runs.
 
 tree-sitter gives byte offsets into the UTF-8 source; sections index the canonical `str`.
 `SectionBuilder.add` converts once, through `chunkwise.textio.ByteOffsets`.
@@ -7,6 +7,7 @@ tree-sitter gives byte offsets into the UTF-8 source; sections index the canonic
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chunkwise.model import Section
@@ -14,6 +15,32 @@ from chunkwise.textio import ByteOffsets
 
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where a list of statements lives: qualified path, enclosing definition kind, depth."""
+
+    path: tuple[str, ...]
+    owner: str  # "module", "class" or "function"
+    depth: int
+    broken: bool = False  # the statements are the children of an ERROR node
+
+
+@dataclass(slots=True)
+class Item:
+    """A statement of a block, or a run of comment lines standing apart (`node` is None).
+
+    `start` includes the comment lines (and attributes) directly above a statement; `end`
+    includes a comment trailing its last line, so that neither is cut from the code it
+    describes."""
+
+    node: Node | None
+    start: int
+    row: int
+    end: int
+    end_row: int
+    above: list[Node] = field(default_factory=list)  # the attributes attached above
 
 
 class SectionBuilder:
