@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from chunkwise import Chunker, ParseError, chunk_text
+from chunkwise.discover import discover
 from chunkwise.errors import MissingDependencyError
 from chunkwise.parsers import EXTENSIONS, MODULES, detect_format, get_parser
 from chunkwise.parsers import code as code_parser
@@ -343,7 +344,9 @@ def test_a_folder_of_code_gives_output_and_reports_unsupported_files(tmp_path):
     assert m.returncode == 0, m.stderr
     formats = {json.loads(line)["format"] for line in out.read_text().splitlines()}
     assert formats == {"javascript", "go", "typescript"}
-    assert "2 files of no supported format not read" in m.stderr, m.stderr
+    assert "2 files of no supported format not read (.xyz: 1, no extension: 1)" in m.stderr
+    found = discover([folder])
+    assert sorted(found.unsupported) == ["Makefile", "logo.xyz"] and len(found.files) == 3
 
 
 # -- bad and hostile input ----------------------------------------------------------------------
