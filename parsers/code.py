@@ -558,7 +558,8 @@ class _Builder(SectionBuilder):
             named = next((c for c in node.named_children if c.type in _NAME_TYPES), None)
         if named is None:
             return "", ""
-        return _SPACES.sub(" ", self.node_text(named)).strip()[:_HEADER_LIMIT], ""
+        # (a TypeScript `declare module '../vanilla'` is named by a string)
+        return _SPACES.sub(" ", self.node_text(named)).strip().strip("'\"`")[:_HEADER_LIMIT], ""
 
     def _body(self, node: Node) -> Node | None:
         body = node.child_by_field_name("body")
