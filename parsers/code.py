@@ -434,8 +434,9 @@ class _Builder(SectionBuilder):
         if body is None or node.type in lang.others and not is_class:
             return
         members = self._members(body)
-        if not members:
-            return
+        if not members or (item.end - item.start <= _DEEP_MIN
+                           and members[0].start_point.row == body.start_point.row):
+            return  # `int f() { return 1; }`: a one-line definition is a leaf
         owner_kind = "class" if is_class else "function"
         inner = Scope(path, owner_kind, scope.depth + 1)
         items = self._items(members)
