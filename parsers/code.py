@@ -109,7 +109,9 @@ class Lang:
     value_functions: frozenset[str] = _F()
     """JavaScript: function and class expressions that define a name when assigned."""
     parameters: tuple[str, ...] = ("parameters",)
-    """Field names of a function's parameter list (or a class's bases)."""
+    """Field names of a function's parameter list."""
+    line_comment: str = "//"
+    """How a line comment starts: the file name line of the context is one."""
 
     @property
     def module(self) -> str:
@@ -199,7 +201,7 @@ LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
     Lang("ruby", "tree-sitter-ruby",
          classes=_F({"class", "module", "singleton_class"}),
          functions=_F({"method", "singleton_method"}),
-         blocks=_F({"body_statement"})),
+         blocks=_F({"body_statement"}), line_comment="#"),
     Lang("php", "tree-sitter-php", "language_php",
          classes=_F({"class_declaration", "interface_declaration", "trait_declaration",
                      "enum_declaration", "namespace_definition"}),
@@ -209,7 +211,7 @@ LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
          attributes=_F({"attribute_list"}),
          imports=_F({"namespace_use_declaration"}), packages=_F({"namespace_definition"})),
     Lang("bash", "tree-sitter-bash", functions=_F({"function_definition"}),
-         blocks=_F({"compound_statement", "do_group"})),
+         blocks=_F({"compound_statement", "do_group"}), line_comment="#"),
     Lang("kotlin", "tree-sitter-kotlin",
          classes=_F({"class_declaration", "object_declaration", "companion_object"}),
          functions=_F({"function_declaration", "secondary_constructor"}),
@@ -236,7 +238,7 @@ LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
          comments=_F({"comment", "block_comment"}), attributes=_F({"annotation"}),
          imports=_F({"import_declaration"}), packages=_F({"package_clause"})),
     Lang("lua", "tree-sitter-lua", functions=_F({"function_declaration"}),
-         blocks=_F({"block"}))
+         blocks=_F({"block"}), line_comment="--")
 )}
 
 
@@ -302,11 +304,7 @@ def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
 
 def _file_comment(lang: Lang, name: str) -> str:
     """The file name as a comment of the language: the first line of every context."""
-    if "comment" in lang.comments and lang.name in ("bash", "ruby"):
-        return f"# {name}"
-    if lang.name == "lua":
-        return f"-- {name}"
-    return f"// {name}"
+    return f"{lang.line_comment} {name}"
 
 
 def _as_text(data: bytes, source: str, lang: Lang, error: MissingDependencyError
