@@ -8,6 +8,7 @@ tree-sitter until a document of that format is parsed.
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import PurePath
 from typing import Callable, overload
 
@@ -24,6 +25,10 @@ MODULES: dict[str, str] = {
     "pdf": "pdf",
     "python": "python",
     "csv": "csv",
+    # code in other languages: one generic parser, driven by `code.LANGUAGES`
+    **{lang: "code" for lang in ("javascript", "typescript", "tsx", "go", "rust", "java", "c",
+                                 "cpp", "csharp", "ruby", "php", "bash", "kotlin", "swift",
+                                 "scala", "lua")},
 }
 
 #: file extension (lower case, with dot) -> format name
@@ -34,6 +39,13 @@ EXTENSIONS: dict[str, str] = {
     ".pdf": "pdf",
     ".py": "python", ".pyi": "python",
     ".csv": "csv", ".tsv": "csv",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hh": "cpp", ".hpp": "cpp",
+    ".hxx": "cpp", ".cs": "csharp", ".rb": "ruby", ".rake": "ruby", ".php": "php",
+    ".sh": "bash", ".bash": "bash", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift",
+    ".scala": "scala", ".sc": "scala", ".lua": "lua",
 }
 
 
@@ -48,7 +60,9 @@ def get_parser(fmt: str) -> Parser:
         if e.name == f"chunkwise.parsers.{mod}":
             raise ConfigError(f"format {fmt!r} is not available in this installation") from e
         raise
-    return module.parse
+    # one module for many formats (code languages) gives each its own parse function
+    parser_for = getattr(module, "parser_for", None)
+    return parser_for(fmt) if parser_for is not None else module.parse
 
 
 @overload
@@ -81,6 +95,12 @@ def sniff(data: bytes) -> str:
         return "html"
     if head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]:
         return "python"
+    if head.startswith(b"#!"):
+        shebang = head.split(b"\n", 1)[0]
+        if re.search(rb"\b(?:ba|z|k|da)?sh\b", shebang):
+            return "bash"
+        if b"node" in shebang:
+            return "javascript"
     text = head.decode("utf-8", "replace")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and (lines[0].startswith(("# ", "## ", "---")) or any(

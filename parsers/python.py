@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Iterator
 
 from chunkwise.errors import MissingDependencyError, ParseError
-from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import ByteOffsets, declared_encoding, decode
+from chunkwise.model import ParsedDocument
+from chunkwise.parsers.treesitter import Item, Scope, SectionBuilder, line_runs
+from chunkwise.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -169,43 +169,16 @@ def _slice_bounds(src: bytes) -> list[int]:
     return bounds
 
 
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Where a list of statements lives: qualified path, enclosing definition kind, depth."""
-
-    path: tuple[str, ...]
-    owner: str  # "module", "class" or "function"
-    depth: int
-    broken: bool = False  # the statements are the children of an ERROR node
-
-
-@dataclass(slots=True)
-class _Item:
-    """A statement of a block, or a run of comment lines standing apart (`node` is None).
-
-    `start` includes the comment lines directly above a statement; `end` includes a comment
-    trailing its last line, so that neither is cut from the code it describes."""
-
-    node: Node | None
-    start: int
-    row: int
-    end: int
-    end_row: int
-
-
-class _Builder:
+class _Builder(SectionBuilder):
     """Turns a tree-sitter tree into sections with an explicit work stack."""
 
     def __init__(self, text: str, src: bytes) -> None:
-        self.text = text
-        self.src = src
-        self.offsets = ByteOffsets(text)
-        self.sections: list[Section] = []
-        self.todo: list[tuple[list[Node], _Scope]] = []
+        super().__init__(text, src)
+        self.todo: list[tuple[list[Node], Scope]] = []
 
     def add_plain(self, start_byte: int, end_byte: int) -> None:
         """A stretch kept as plain text (the fitter sizes it by lines)."""
-        self._add(start_byte, end_byte, LEVEL_SIMPLE, "statement", meta=(("kind", "module"),))
+        self.add(start_byte, end_byte, LEVEL_SIMPLE, "statement", meta=(("kind", "module"),))
 
     def add_module(self, root: Node) -> None:
         """Sections of one parsed module (or slice of one)."""
@@ -218,13 +191,13 @@ class _Builder:
     # -- module level -------------------------------------------------------------------
     def _module(self, children: list[Node], *, docstring: bool) -> None:
         """Module docstring and import blocks, then every other top-level statement."""
-        scope = _Scope((), "module", 0)
+        scope = Scope((), "module", 0)
         items = _items(children, self.src)
         module = (("kind", "module"),)
         first = next((k for k, it in enumerate(items) if it.node is not None), None)
         if docstring and first is not None and _is_docstring(items[first].node):
             doc = items.pop(first)
-            self._add(doc.start, doc.end, LEVEL_SIMPLE, "module_docstring", meta=module)
+            self.add(doc.start, doc.end, LEVEL_SIMPLE, "module_docstring", meta=module)
         i = 0
         while i < len(items):
             j = last = i  # a run of imports, comment lines between them allowed
@@ -238,19 +211,19 @@ class _Builder:
                 continue
             run = items[i:last]
             if len(run) == 1:
-                self._add(run[0].start, run[0].end, LEVEL_SIMPLE, "imports", meta=module)
+                self.add(run[0].start, run[0].end, LEVEL_SIMPLE, "imports", meta=module)
             else:
-                self._add(run[0].start, run[-1].end, LEVEL_COMPOUND, "imports", meta=module)
+                self.add(run[0].start, run[-1].end, LEVEL_COMPOUND, "imports", meta=module)
                 for item in run:
                     self._item(item, scope)
             i = last
 
     # -- statements ---------------------------------------------------------------------
-    def _item(self, item: _Item, scope: _Scope) -> None:
+    def _item(self, item: Item, scope: Scope) -> None:
         node = item.node
         module = (("kind", "module"),) if scope.owner == "module" else ()
         if node is None:
-            self._add(item.start, item.end, LEVEL_SIMPLE, "comment", meta=module)
+            self.add(item.start, item.end, LEVEL_SIMPLE, "comment", meta=module)
             return
         kind = node.type
         target = node.child_by_field_name("definition") if kind == "decorated_definition" else node
@@ -263,15 +236,15 @@ class _Builder:
         elif node.is_error and node.named_child_count and scope.depth < _MAX_DEPTH:
             # tree-sitter wraps whole stretches of valid code in an ERROR node: it is not a
             # section, its statements and definitions are (fragments become flagged leaves)
-            self.todo.append((node.children, _Scope(scope.path, scope.owner, scope.depth + 1,
+            self.todo.append((node.children, Scope(scope.path, scope.owner, scope.depth + 1,
                                                     broken=True)))
         else:
             error = (("syntax_error", True),) if scope.broken or node.has_error else ()
-            self._add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
+            self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
 
-    def _definition(self, item: _Item, node: Node, scope: _Scope) -> None:
+    def _definition(self, item: Item, node: Node, scope: Scope) -> None:
         name_node = node.child_by_field_name("name")
-        name = self._str(name_node) if name_node is not None else "?"
+        name = self.node_text(name_node) if name_node is not None else "?"
         path = (*scope.path, name)
         is_class = node.type == "class_definition"
         kind = "class" if is_class else "method" if scope.owner == "class" else "function"
@@ -279,15 +252,15 @@ class _Builder:
         context = self._indent(node) + self._def_header(node, body)
         meta = (("symbol", ".".join(path)), ("kind", kind),
                 ("line_start", item.row + 1), ("line_end", item.end_row + 1))
-        self._add(item.start, item.end, LEVEL_CLASS if is_class else LEVEL_FUNCTION,
+        self.add(item.start, item.end, LEVEL_CLASS if is_class else LEVEL_FUNCTION,
                   kind, path=path, context=context, meta=meta)
         if scope.depth >= _MAX_DEPTH or body is None or _inline(node, body):
             return
         self._signature(item, node, body)
-        self.todo.append((body.children, _Scope(path, "class" if is_class else "function",
+        self.todo.append((body.children, Scope(path, "class" if is_class else "function",
                                                 scope.depth + 1)))
 
-    def _signature(self, item: _Item, node: Node, body: Node) -> None:
+    def _signature(self, item: Item, node: Node, body: Node) -> None:
         """The header of a definition with a block body, from its first decorator (or the
         comments above it) to the colon: the core glues it to the body's first statement.
         Its parts are its children: each decorator of several, and each parameter (or base
@@ -297,13 +270,13 @@ class _Builder:
         line = self.src[end:self.src.find(b"\n", end) % (len(self.src) + 1)]
         if line.lstrip().startswith(b"#"):  # a comment after the colon ends the header
             end += len(line.rstrip())
-        self._add(item.start, end, LEVEL_SIMPLE, "signature")
+        self.add(item.start, end, LEVEL_SIMPLE, "signature")
         outer = item.node
         if outer is not None and outer.type == "decorated_definition":
             decorators = [c for c in outer.children if c.type == "decorator"]
             if len(decorators) > 1:
                 for d in decorators:
-                    self._add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
+                    self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
         field = "superclasses" if node.type == "class_definition" else "parameters"
         params = node.child_by_field_name(field)
         if params is not None and params.end_point.row > params.start_point.row:
@@ -332,36 +305,36 @@ class _Builder:
                 separator = None
         if len(spans) > 1:
             for start, end, _ in spans:
-                self._add(start, end, LEVEL_PART, "parameter")
+                self.add(start, end, LEVEL_PART, "parameter")
 
-    def _compound(self, item: _Item, scope: _Scope) -> None:
+    def _compound(self, item: Item, scope: Scope) -> None:
         """An if/for/while/try/with/match statement: its blocks' statements and its clauses
         become children, unless its body sits on the header line."""
         node = item.node
         block = _first_block(node)
         if block is None or _inline(node, block):
-            self._add(item.start, item.end, LEVEL_SIMPLE, "statement")
+            self.add(item.start, item.end, LEVEL_SIMPLE, "statement")
             return
         clauses = [c for c in node.children if c.type in _CLAUSES]
         context = self._indent(node) + self._header(node, block)
         if clauses:  # `...` stands for the elided block, so a following clause still parses
             context += "\n" + self._indent(_first_statement(block) or block) + "..."
-        self._add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
-        inner = _Scope(scope.path, scope.owner, scope.depth + 1)
+        self.add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
+        inner = Scope(scope.path, scope.owner, scope.depth + 1)
         for child in node.children:
             if child.type == "block":
                 self.todo.append((child.children, inner))
             elif child.type in _CLAUSES:
                 self._clause(child, inner)
 
-    def _clause(self, node: Node, scope: _Scope) -> None:
+    def _clause(self, node: Node, scope: Scope) -> None:
         block = _first_block(node)
         if block is None or _inline(node, block) or scope.depth >= _MAX_DEPTH:
-            self._add(node.start_byte, node.end_byte, LEVEL_SIMPLE, "statement")
+            self.add(node.start_byte, node.end_byte, LEVEL_SIMPLE, "statement")
             return
         context = self._indent(node) + self._header(node, block)
-        self._add(node.start_byte, node.end_byte, LEVEL_COMPOUND, "statement", context=context)
-        self.todo.append((block.children, _Scope(scope.path, scope.owner, scope.depth + 1)))
+        self.add(node.start_byte, node.end_byte, LEVEL_COMPOUND, "statement", context=context)
+        self.todo.append((block.children, Scope(scope.path, scope.owner, scope.depth + 1)))
 
     # -- headers --------------------------------------------------------------------------
     def _header(self, node: Node, block: Node) -> str:
@@ -369,7 +342,7 @@ class _Builder:
         `if ...:  # cond…` (still Python: `...` is an expression; `for x in ...:` keeps its
         target)."""
         end = _colon_end(node, block)
-        raw = self._slice(node.start_byte, end)
+        raw = self.slice(node.start_byte, end)
         if len(raw) <= _HEADER_LIMIT:
             return raw
         short = self._collapsed(node, end)
@@ -382,7 +355,7 @@ class _Builder:
         left = node.child_by_field_name("left") if node.type == "for_statement" else None
         right = node.child_by_field_name("right") if left is not None else None
         if right is not None and left.end_byte - left.start_byte < _HEADER_LIMIT // 2:
-            head = f"{head} {_SPACES.sub(' ', self._str(left))} in"
+            head = f"{head} {_SPACES.sub(' ', self.node_text(left))} in"
             rest = _SPACES.sub(" ", self.src[right.start_byte:min(right.end_byte, end)]
                                .decode("utf-8", "surrogatepass"))
         room = max(20, _HEADER_LIMIT - len(head) - 10)
@@ -391,11 +364,11 @@ class _Builder:
     def _def_header(self, node: Node, body: Node | None) -> str:
         """The signature through its colon; long ones keep parameter names only."""
         end = _colon_end(node, body) if body is not None else node.end_byte
-        raw = self._slice(node.start_byte, end)
+        raw = self.slice(node.start_byte, end)
         if len(raw) <= _HEADER_LIMIT:
             return raw
         name_node = node.child_by_field_name("name")
-        name = self._str(name_node) if name_node is not None else "?"
+        name = self.node_text(name_node) if name_node is not None else "?"
         if node.type == "class_definition":
             return f"class {name}(...):"
         keyword = "async def" if self.src.startswith(b"async", node.start_byte) else "def"
@@ -414,17 +387,17 @@ class _Builder:
 
     def _param(self, node: Node) -> str:
         if node.type == "identifier":
-            return self._str(node)
+            return self.node_text(node)
         if node.type in ("keyword_separator", "positional_separator"):
-            return self._str(node)
+            return self.node_text(node)
         if node.type in ("list_splat_pattern", "dictionary_splat_pattern"):
-            return self._str(node) if node.end_byte - node.start_byte < 80 else ""
+            return self.node_text(node) if node.end_byte - node.start_byte < 80 else ""
         named = node.child_by_field_name("name")
         if named is not None:
-            return self._str(named)
+            return self.node_text(named)
         for child in node.named_children:  # typed_parameter: first child is the name (or splat)
             if child.type in ("identifier", "list_splat_pattern", "dictionary_splat_pattern"):
-                return self._str(child)
+                return self.node_text(child)
         return ""
 
     def _collapsed(self, node: Node, end: int) -> str:
@@ -442,25 +415,12 @@ class _Builder:
                 elif child.child_count:
                     stack.append(child)
         for c in sorted(comments, key=lambda c: c.start_byte):
-            pieces.append(self._slice(pos, c.start_byte))
+            pieces.append(self.slice(pos, c.start_byte))
             pos = c.end_byte
-        pieces.append(self._slice(pos, end))
+        pieces.append(self.slice(pos, end))
         return _SPACES.sub(" ", "".join(pieces).replace("\\\n", " ")).strip()
 
     # -- helpers --------------------------------------------------------------------------
-    def _add(self, start_byte: int, end_byte: int, level: int, kind: str, *,
-             path: tuple[str, ...] = (), context: str = "",
-             meta: tuple[tuple[str, Any], ...] = ()) -> None:
-        start, end = self.offsets.to_str(start_byte), self.offsets.to_str(end_byte)
-        if start < end:
-            self.sections.append(Section(start, end, level, kind, path, context, meta))
-
-    def _slice(self, start_byte: int, end_byte: int) -> str:
-        return self.src[start_byte:end_byte].decode("utf-8", "surrogatepass")
-
-    def _str(self, node: Node) -> str:
-        return self._slice(node.start_byte, node.end_byte)
-
     def _indent(self, node: Node) -> str:
         """The source indentation of the node's line (spaces if code precedes it)."""
         line_start = self.src.rfind(b"\n", 0, node.start_byte) + 1
@@ -468,11 +428,11 @@ class _Builder:
         return prefix.decode("utf-8", "surrogatepass") if not prefix.strip() else " " * len(prefix)
 
 
-def _items(nodes: list[Node], src: bytes) -> list[_Item]:
+def _items(nodes: list[Node], src: bytes) -> list[Item]:
     """The statements of a block with their comments: a comment trailing a statement's last
     line joins it, comment lines directly above a statement (no blank line) join it, and
     other runs of comment lines become items of their own."""
-    items: list[_Item] = []
+    items: list[Item] = []
     pending: list[Node] = []  # own-line comments not yet placed
     for node in nodes:
         if not node.is_named or node.type == "line_continuation":
@@ -486,28 +446,17 @@ def _items(nodes: list[Node], src: bytes) -> list[_Item]:
                 pending.append(node)
             continue
         start, row = node.start_byte, node.start_point.row
-        runs = _runs(pending)
+        runs = line_runs(pending)
         if runs and runs[-1][-1].end_point.row == row - 1:
             above = runs.pop()
             start, row = above[0].start_byte, above[0].start_point.row
-        items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
+        items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
                            r[-1].end_point.row) for r in runs)
-        items.append(_Item(node, start, row, node.end_byte, node.end_point.row))
+        items.append(Item(node, start, row, node.end_byte, node.end_point.row))
         pending = []
-    items.extend(_Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
-                       r[-1].end_point.row) for r in _runs(pending))
+    items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
+                       r[-1].end_point.row) for r in line_runs(pending))
     return items
-
-
-def _runs(comments: list[Node]) -> list[list[Node]]:
-    """Comments grouped into runs on consecutive lines."""
-    runs: list[list[Node]] = []
-    for c in comments:
-        if runs and c.start_point.row == runs[-1][-1].end_point.row + 1:
-            runs[-1].append(c)
-        else:
-            runs.append([c])
-    return runs
 
 
 def _own_line(node: Node, src: bytes) -> bool:

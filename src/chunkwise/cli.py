@@ -91,7 +91,7 @@ def _write(line: str) -> None:
 
 def cmd_chunk(args: argparse.Namespace) -> int:
     from .api import Chunker
-    from .discover import ReadError, discover, read_bounded, resolve_root
+    from .discover import ReadError, discover, read_bounded, resolve_root, unsupported_summary
 
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
                       overlap=args.overlap, strategy=args.strategy)
@@ -101,6 +101,8 @@ def cmd_chunk(args: argparse.Namespace) -> int:
         print(f"{display_name(name)}: skipped: {reason}", file=sys.stderr)
     for name in found.missing:
         print(f"{display_name(name)}: no such file or directory", file=sys.stderr)
+    if found.unsupported:
+        print(unsupported_summary(found.unsupported), file=sys.stderr)
     failed = len(found.missing)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     for task in found.files:

@@ -56,6 +56,9 @@ class Discovery:
     the root, too large. Reported, never an error."""
     missing: list[str] = field(default_factory=list)
     """Paths given that do not exist."""
+    unsupported: list[str] = field(default_factory=list)
+    """Files met in a folder walk that no format is known for (by extension): not read, and
+    reported as a count by `unsupported_summary`, never dropped silently."""
     scopes: list[str] = field(default_factory=list)
     """The paths given, as sources relative to the root ("" for the root itself): what
     `--prune` may delete under."""
@@ -135,6 +138,19 @@ def discover(paths: Iterable[str | os.PathLike], *, root: Path | None = None,
     return found
 
 
+def unsupported_summary(names: list[str]) -> str:
+    """One line for the files of no supported format: their count, and the commonest
+    extensions (`3 files of no supported format not read (.png: 2, no extension: 1)`)."""
+    counts: dict[str, int] = {}
+    for name in names:
+        ext = PurePath(name).suffix.lower() or "no extension"
+        counts[ext] = counts.get(ext, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{ext}: {n}" for ext, n in top[:8]) + (", …" if len(top) > 8 else "")
+    files = "file" if len(names) == 1 else "files"
+    return f"{len(names)} {files} of no supported format not read ({shown})"
+
+
 class _Walker:
     def __init__(self, found: Discovery, root: Path, keep: frozenset[str] | None, follow: bool,
                  max_size: int, seen: set[str]) -> None:
@@ -178,6 +194,8 @@ class _Walker:
                 subfolders.append(path)
             elif self.known(entry.name):
                 self.file(path, explicit=False)
+            else:
+                self.found.unsupported.append(relative_source(path, self.root) or entry.name)
         for sub in subfolders:
             self.walk(sub)
 

@@ -94,7 +94,8 @@ NODE_KEYS = frozenset({"format", "parsed_as", "section_path", "kinds", "tokens",
 #: node keys shown to the LLM besides the document's own
 _LLM_KEYS = frozenset({CONTEXT_KEY, "page_start", "page_end"})
 #: formats whose document text is the file's text
-_TEXT_FORMATS = frozenset({"markdown", "text", "python", "csv"})
+_TEXT_FORMATS = frozenset({"markdown", "text", "python", "csv",
+                           *(fmt for fmt, module in MODULES.items() if module == "code")})
 _MIN_BUDGET = 16
 #: tokens a node's embed text can gain where the metadata meets the chunk's own embed text
 #: (`context: ` + the context): a BPE or SentencePiece tokenizer may split the context's first

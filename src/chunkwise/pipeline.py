@@ -42,7 +42,7 @@ from .chroma import (DEFAULT_COLLECTION, DEFAULT_DB, DEFAULT_TIMEOUT,
                      chunk_metadata, connect, embed_hash, persist_directory)
 from .deadlines import DeadlineExceeded, deadline
 from .discover import (DEFAULT_MAX_FILE_SIZE, Discovery, FileTask, ReadError, default_root,
-                       discover, inside, read_bounded, resolve_root)
+                       discover, inside, read_bounded, resolve_root, unsupported_summary)
 from .embedding_process import EmbeddingProcess
 from .errors import ChunkwiseError, ConfigError
 from .locking import DEFAULT_WAIT, WriteLock
@@ -882,6 +882,8 @@ def start_run(c: Any, paths: list[str] | None, collection: str, chunker: Any, em
     report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
                           repaired=repaired)
     report.ignored.extend(found.skipped)
+    if found.unsupported:
+        log.warning("%s", unsupported_summary(found.unsupported))
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
     states = store.summary(hashes)
