@@ -24,6 +24,8 @@ MODULES: dict[str, str] = {
     "pdf": "pdf",
     "python": "python",
     "csv": "csv",
+    "json": "data", "jsonl": "jsonl", "yaml": "yaml", "toml": "toml",
+    "notebook": "notebook", "notebook-outputs": "notebook_outputs",
 }
 
 #: file extension (lower case, with dot) -> format name
@@ -34,6 +36,8 @@ EXTENSIONS: dict[str, str] = {
     ".pdf": "pdf",
     ".py": "python", ".pyi": "python",
     ".csv": "csv", ".tsv": "csv",
+    ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".ipynb": "notebook",
 }
 
 
