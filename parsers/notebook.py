@@ -13,7 +13,10 @@ heading of the same or a higher rank, as in one Markdown document, so the sectio
 code cell is the file name and the headings above it. Under them each cell is a section
 (`markdown`, `code` or `raw`; a Markdown cell holding headings is cut at each, so cells nest
 in headings), with `cell_start`/`cell_end` in its meta (cells are numbered from 1 in file
-order, empty ones included). Inside, a Markdown cell has the blocks `chunkwise.parsers.markdown`
+order, empty ones included); a heading section has those of the cells it spans. A Markdown
+cell (or part) of headings alone is no section: as in Markdown, a heading is glued to what
+follows it, and a chunk that holds it with only part of what follows counts from the cell
+after it. Inside, a Markdown cell has the blocks `chunkwise.parsers.markdown`
 finds, and a code cell the sections of the parser of the notebook's language
 (`metadata.kernelspec.language`, else `metadata.language_info.name`; `get_parser`), with
 that parser's line numbers as `cell_line_start`/`cell_line_end`. A language without a parser
@@ -85,17 +88,29 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
                 0, end - src_end - len(_SEPARATOR), _LEVEL_OUTPUT, "output")))
     heads.sort()
     head_sections, head_starts, head_paths = _headings(heads, len(text), (name,))
+    numbers, cell_starts = [c[0] for c in cells], [sp[0] for sp in spans]
+
+    def cell_at(pos: int) -> int:
+        return numbers[max(0, bisect_right(cell_starts, pos) - 1)]
+
+    head_sections = [Section(h.start, h.end, h.level, h.kind, h.path, "", (
+        ("cell_start", cell_at(h.start)), ("cell_end", cell_at(h.end - 1))))
+        for h in head_sections]
 
     def path_at(pos: int) -> tuple[str, ...]:
         k = bisect_right(head_starts, pos) - 1
         return head_paths[k] if k >= 0 else (name,)
 
     sections = head_sections
+    block_starts = sorted(shift + s.start for _, shift, _, s in parts)
     for (number, ctype, _, _), (start, _, end) in zip(cells, spans):
         meta = (("cell_start", number), ("cell_end", number))
         cuts = [start, *(h for h in head_starts if start < h < end), end] \
             if ctype == "markdown" else [start, end]
         for a, b in zip(cuts, cuts[1:]):
+            k = bisect_right(block_starts, a - 1)
+            if ctype == "markdown" and (k == len(block_starts) or block_starts[k] >= b):
+                continue  # headings alone: glued to what follows, as in Markdown
             sections.append(Section(a, b, _LEVEL_CELL, ctype, path_at(a), "", meta))
     for number, shift, code, s in parts:
         meta = tuple((f"cell_{k}" if k in ("line_start", "line_end") else k, v)
