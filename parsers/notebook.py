@@ -54,7 +54,7 @@ _OUTPUT_LEVELS = (LINES, SENTENCES, WORDS)
 
 def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
     """Parse a notebook into heading, cell, Markdown block and code sections."""
-    nb = _load(data, source)
+    nb, decoded = _load(data, source)
     language = _language(nb)
     fmt = _LANGUAGE_ALIASES.get(language, language)
     code_parser = get_parser(fmt) if fmt in MODULES and fmt != "notebook" else None
@@ -124,14 +124,15 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
                   for w, cells_ in warnings.items())
     return ParsedDocument(
         source=source, format="notebook", text=text, sections=tuple(sections), title=name,
-        warnings=(*_decode_warnings(data, source), *notes), prose=True, line_numbers=False,
+        warnings=(*decoded, *notes), prose=True, line_numbers=False,
         leaf_splitters=tuple(splitters.items()),
         meta=(("language", language), ("cells", len(nb["cells"])), ("outputs", outputs)))
 
 
 # -- reading the notebook --------------------------------------------------------------------------
-def _load(data: bytes, source: str) -> dict[str, Any]:
-    text, _ = decode(data, source)
+def _load(data: bytes, source: str) -> tuple[dict[str, Any], list[str]]:
+    """The notebook's JSON, checked to be nbformat 4, and the decoding's warnings."""
+    text, warnings = decode(data, source)
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as e:
@@ -150,11 +151,7 @@ def _load(data: bytes, source: str) -> dict[str, Any]:
         raise ParseError(source, f"not a notebook: nbformat is {major!r}, not 4")
     if not isinstance(nb.get("metadata", {}), dict):
         raise ParseError(source, "not a notebook: `metadata` is not an object")
-    return nb
-
-
-def _decode_warnings(data: bytes, source: str) -> list[str]:
-    return decode(data, source)[1]
+    return nb, warnings
 
 
 def _language(nb: dict[str, Any]) -> str:
