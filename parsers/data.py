@@ -97,8 +97,10 @@ def key_label(key: str) -> str:
 
 
 def item_label(parent: str, index: int) -> str:
-    """The path element of item `index` of the array at path element `parent`."""
-    return f"{parent}[{index}]"
+    """The path element of item `index` of the array at path element `parent` (cut, as a
+    key, when arrays nest deep: `a[0][0][0]…`)."""
+    label = f"{parent}[{index}]"
+    return label if len(label) <= MAX_KEY else key_label(label)
 
 
 class Builder:

@@ -14,13 +14,15 @@ warning that says why: a broken configuration file stays searchable. TOML is fir
 with `tomllib` (Python 3.11+), whose reason the warning gives. Aliases (`*a`) are never
 expanded: a YAML "billion laughs" file is read in time linear in its size. The walk is an
 explicit stack; sections stop at `MAX_DEPTH` levels and `MAX_SECTIONS` entries; files over
-`_MAX_TREE` characters are not given to tree-sitter (chunked by lines, with a warning).
+`_MAX_TREE` characters, and YAML indented deeper than `_MAX_INDENT` columns (which crashes
+tree-sitter-yaml's scanner), are not given to tree-sitter (chunked by lines, with a warning).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -35,6 +37,11 @@ log = logging.getLogger(__name__)
 
 #: a file longer than this (in characters) is chunked by lines, without a syntax tree
 _MAX_TREE = 1 << 23
+#: a line whose block indentation (spaces, and the `- `/`? ` of compact nested sequences
+#: and keys) is longer than this is not given to tree-sitter-yaml: its scanner keeps a
+#: stack of indentations that overflows (a segmentation fault) between 200 and 300 levels
+_MAX_INDENT = 120
+_DEEP_INDENT = re.compile(r"^[ \t?-]{%d}" % (_MAX_INDENT + 1), re.M)
 _CONTAINERS = frozenset({"block_mapping", "block_sequence", "flow_mapping", "flow_sequence",
                          "array", "inline_table"})
 #: nodes that wrap a value (and, in YAML, its anchor and tag)
@@ -58,12 +65,14 @@ class Grammar:
     array_tables: frozenset[str] = frozenset()
     documents: frozenset[str] = frozenset()
     """YAML documents: one section each when a stream holds several."""
+    indented: bool = False
+    """Whether the grammar's scanner keeps a stack of indentations (see `_MAX_INDENT`)."""
 
 
 YAML = Grammar("yaml", "tree_sitter_yaml",
                pairs=frozenset({"block_mapping_pair", "flow_pair"}),
                sequences=frozenset({"block_sequence", "flow_sequence"}),
-               documents=frozenset({"document"}))
+               documents=frozenset({"document"}), indented=True)
 TOML = Grammar("toml", "tree_sitter_toml",
                pairs=frozenset({"pair"}), sequences=frozenset({"array"}),
                tables=frozenset({"table", "table_array_element"}),
@@ -97,6 +106,8 @@ def parse_tree(data: bytes, *, source: str, grammar: Grammar,
                "(pip install 'chunkwise[data]')")
     if why is None and len(text) > _MAX_TREE:
         why = f"longer than {_MAX_TREE} characters"
+    if why is None and grammar.indented and _DEEP_INDENT.search(text):
+        why = f"indented deeper than {_MAX_INDENT} columns"
     if why is None:
         src = text.encode("utf-8", "surrogatepass")
         root = parser.parse(src).root_node

@@ -258,6 +258,16 @@ def test_invalid_yaml_and_toml_are_chunked_as_text_with_a_warning(mod, src, why)
     assert "".join(c.text for c in chunks).replace("\n", "") == src.replace("\n", "")
 
 
+def test_missing_grammar_is_text_with_a_warning_naming_the_extra(monkeypatch):
+    from chunkwise.parsers import data_tree
+
+    monkeypatch.setattr(data_tree, "_parser", lambda module: None)
+    doc = yaml.parse(WORKFLOW.read_bytes(), source=WORKFLOW.name)
+    assert doc.warnings == ("the YAML grammar is not installed (pip install 'chunkwise[data]'): "
+                            "chunked as text, by lines",)
+    check_contract(WORKFLOW.read_bytes(), WORKFLOW.name, Chunker(max_tokens=64))
+
+
 # -- chunks: contract, whole objects, context ---------------------------------------------------
 @pytest.mark.parametrize("path", DATA_FIXTURES, ids=lambda p: p.name)
 @pytest.mark.parametrize("chunker", [Chunker(), Chunker(max_tokens=64),
@@ -312,9 +322,23 @@ def test_deep_nesting_is_read_without_recursion():
         assert chunks[0].start == 0 and chunks[-1].end == len(src)
     with pytest.raises(ParseError, match="unexpected end"):
         json_parser.parse(b"[" * 10_000, source="deep.json")
-    yaml_doc = yaml.parse(("a:\n" + "".join(" " * i + "- [" for i in range(1, 300))).encode(),
-                          source="deep.yaml")
-    assert yaml_doc.sections  # read (as text, with a warning, if tree-sitter refuses it)
+    flow = yaml.parse(("[" * 10_000 + "]" * 10_000).encode(), source="deep.yaml")
+    assert len(flow.sections) == json_parser.MAX_DEPTH + 1
+    assert max(len(p) for s in flow.sections for p in s.path) <= json_parser.MAX_KEY
+
+
+@pytest.mark.parametrize("src", [
+    "".join(" " * i + "a:\n" for i in range(3000)) + " " * 3000 + "a: 1\n",
+    "- " * 300 + "a\n",
+    "? " * 300 + "a\n",
+], ids=["indented-mappings", "compact-sequences", "explicit-keys"])
+def test_yaml_indented_past_the_scanner_stack_is_text_not_a_crash(src):
+    """tree-sitter-yaml's scanner crashes the process (SIGSEGV) on 300 levels of block
+    indentation: such a file never reaches it."""
+    doc = yaml.parse(src.encode(), source="deep.yaml")
+    assert doc.warnings == ("indented deeper than 120 columns: chunked as text, by lines",)
+    chunks = Chunker(max_tokens=64).chunk_document(doc)
+    assert chunks[-1].end == len(src.rstrip())
 
 
 def test_yaml_alias_bomb_is_not_expanded():
