@@ -41,8 +41,8 @@ MAX_DEPTH = 64
 MAX_SECTIONS = 200_000
 #: a key longer than this (in characters) is cut in the section path
 MAX_KEY = 80
-#: the kinds whose text, when no section is under it, is cut by `leaf_levels` (first at
-#: commas between items and members, then lines, sentences, words)
+#: the kinds whose text, when no section is under it, is cut first at commas between items
+#: and members, then at lines, sentences, words (`ParsedDocument.leaf_splitters`)
 LEAF_KINDS = ("entry", "object", "array", "record", "value", "table", "document")
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -50,6 +50,7 @@ _STR = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*
 _NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 _SCALAR_PATTERN = rf"(?:{_STR}|{_NUM}|true|false|null)(?![A-Za-z0-9_.+\-])"
 _SCALAR = re.compile(_SCALAR_PATTERN)
+_STRING = re.compile(_STR)
 _KEY = re.compile(rf"({_STR})[ \t\n\r]*:[ \t\n\r]*")
 _W = r"[ \t\n\r]*"
 #: an object or array of scalars (up to 256 of them): read in one match where no section
@@ -166,8 +167,9 @@ class MemberCuts:
                 yield m.end()
 
 
-# an unterminated string takes the rest of the span ([^"]* cannot fail): linear
-_COMMA_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|(,[ \t\n\r]*)', re.S)
+# an unterminated string takes the rest of the span: linear. (No group repeated once a
+# character: the regex engine keeps state for each repeat, gigabytes for a 20 MB string.)
+_COMMA_OR_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|(,[ \t\n\r]*)', re.S)
 
 
 # -- the JSON scanner -----------------------------------------------------------------------------
@@ -270,7 +272,7 @@ def _key(text: str, pos: int, stop: int, frame: _Frame, builder: Builder, depth:
     if m is None:
         if pos < stop and text[pos] == "}":
             raise ParseError(builder.source, "trailing comma in an object", position=pos)
-        name = re.compile(_STR).match(text, pos, stop)
+        name = _STRING.match(text, pos, stop)
         if name is not None:
             raise ParseError(builder.source, "expected ':' after the member name",
                              position=_WS.match(text, name.end(), stop).end())
