@@ -103,13 +103,15 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
 
     sections = head_sections
     block_starts = sorted(shift + s.start for _, shift, _, s in parts)
+    heading_set = set(head_starts)
     for (number, ctype, _, _), (start, _, end) in zip(cells, spans):
         meta = (("cell_start", number), ("cell_end", number))
         cuts = [start, *(h for h in head_starts if start < h < end), end] \
             if ctype == "markdown" else [start, end]
         for a, b in zip(cuts, cuts[1:]):
             k = bisect_right(block_starts, a - 1)
-            if ctype == "markdown" and (k == len(block_starts) or block_starts[k] >= b):
+            if ctype == "markdown" and a in heading_set and (
+                    k == len(block_starts) or block_starts[k] >= b):
                 continue  # headings alone: glued to what follows, as in Markdown
             sections.append(Section(a, b, _LEVEL_CELL, ctype, path_at(a), "", meta))
     for number, shift, code, s in parts:

@@ -217,3 +217,12 @@ def test_empty_cells_keep_their_numbers():
 def test_corpus_notebooks_contract(fmt):
     for path in corpus_files("notebooks"):
         check_contract(path.read_bytes(), path.name, Chunker(max_tokens=128), fmt=fmt)
+
+
+def test_a_markdown_cell_the_markdown_parser_refuses_keeps_its_cell_section():
+    nb = json.loads(NB.read_text())
+    nb["cells"][1]["source"] = ["plain words\x00 then a NUL"]  # decode() refuses NUL bytes
+    doc = notebook.parse(json.dumps(nb).encode(), source="n.ipynb")
+    cell2 = [s for s in doc.sections if s.kind == "markdown" and dict(s.meta)["cell_start"] == 2]
+    assert len(cell2) == 1 and doc.text[cell2[0].start:cell2[0].end].startswith("plain words")
+    assert any(w.startswith("cell 2: not parsed") for w in doc.warnings)
