@@ -65,16 +65,46 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
                  "cut by lines"] = []
     cells = _cells(nb, source, outputs)
     text, spans = _layout(cells)
-    parts: list[tuple[int, int, bool, Section]] = []  # (cell, shift, code?, section)
-    heads: list[tuple[int, int, str]] = []  # (start, rank, title) of every heading
+    parts, heads, splitters = _cell_structure(cells, spans, code_parser, source, warnings)
+    heads.sort()
+    head_sections, head_starts, head_paths = _headings(heads, len(text), (name,))
+
+    def path_at(pos: int) -> tuple[str, ...]:
+        k = bisect_right(head_starts, pos) - 1
+        return head_paths[k] if k >= 0 else (name,)
+
+    sections = _with_cells(head_sections, cells, spans)
+    sections += _cell_sections(cells, spans, head_starts, parts, path_at)
+    for number, shift, code, s in parts:
+        meta = tuple((f"cell_{k}" if k in ("line_start", "line_end") else k, v)
+                     for k, v in s.meta) + (("cell_start", number), ("cell_end", number))
+        a = shift + s.start
+        # (a Markdown block's own path is its cell's headings: the notebook's replace them)
+        path = (*path_at(a), *s.path) if code else path_at(a)
+        sections.append(Section(a, shift + s.end, s.level, s.kind, path, s.context, meta))
+    return ParsedDocument(
+        source=source, format="notebook", text=text, sections=tuple(sections), title=name,
+        warnings=(*decoded, *_notes(warnings)), prose=True, line_numbers=False,
+        leaf_splitters=tuple(splitters.items()),
+        meta=(("language", language), ("cells", len(nb["cells"])), ("outputs", outputs)))
+
+
+#: (cell number, where its text starts in the canonical text, whether it is code, section)
+_Part = tuple[int, int, bool, Section]
+
+
+def _cell_structure(cells: list[tuple[int, str, str, str]], spans: list[tuple[int, int, int]],
+                    code_parser, source: str, warnings: dict[str, list[int]]
+                    ) -> tuple[list[_Part], list[tuple[int, int, str]], dict[str, tuple]]:
+    """The sections each cell's parser finds (cell-relative, with where to shift them), the
+    headings of the Markdown cells (start, rank, title), and the parsers' leaf splitters."""
+    parts: list[_Part] = []
+    heads: list[tuple[int, int, str]] = []
     splitters: dict[str, tuple] = {"output": _OUTPUT_LEVELS}
     for (number, ctype, src, out), (start, src_end, end) in zip(cells, spans):
-        if ctype == "markdown":
-            doc = _sub_parse(_markdown_parser(), src, source, number, warnings)
-        elif ctype == "code" and code_parser is not None:
-            doc = _sub_parse(code_parser, src, source, number, warnings)
-        else:
-            doc = None
+        parser = _markdown_parser() if ctype == "markdown" else \
+            code_parser if ctype == "code" else None
+        doc = _sub_parse(parser, src, source, number, warnings) if parser else None
         if doc is not None:
             for kind, levels in doc.leaf_splitters:
                 splitters.setdefault(kind, levels)
@@ -86,22 +116,28 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
         if ctype == "code" and out:
             parts.append((number, src_end + len(_SEPARATOR), False, Section(
                 0, end - src_end - len(_SEPARATOR), _LEVEL_OUTPUT, "output")))
-    heads.sort()
-    head_sections, head_starts, head_paths = _headings(heads, len(text), (name,))
-    numbers, cell_starts = [c[0] for c in cells], [sp[0] for sp in spans]
+    return parts, heads, splitters
+
+
+def _with_cells(head_sections: list[Section], cells: list[tuple[int, str, str, str]],
+                spans: list[tuple[int, int, int]]) -> list[Section]:
+    """The heading sections with the numbers of the first and last cell each spans."""
+    numbers, starts = [c[0] for c in cells], [sp[0] for sp in spans]
 
     def cell_at(pos: int) -> int:
-        return numbers[max(0, bisect_right(cell_starts, pos) - 1)]
+        return numbers[max(0, bisect_right(starts, pos) - 1)]
 
-    head_sections = [Section(h.start, h.end, h.level, h.kind, h.path, "", (
+    return [Section(h.start, h.end, h.level, h.kind, h.path, "", (
         ("cell_start", cell_at(h.start)), ("cell_end", cell_at(h.end - 1))))
         for h in head_sections]
 
-    def path_at(pos: int) -> tuple[str, ...]:
-        k = bisect_right(head_starts, pos) - 1
-        return head_paths[k] if k >= 0 else (name,)
 
-    sections = head_sections
+def _cell_sections(cells: list[tuple[int, str, str, str]], spans: list[tuple[int, int, int]],
+                   head_starts: list[int], parts: list[_Part], path_at) -> list[Section]:
+    """A section per cell, a Markdown cell cut at each heading in it (so cells nest in
+    headings); a part that starts at a heading and holds no block is left out, so that the
+    heading is glued to what follows it."""
+    out: list[Section] = []
     block_starts = sorted(shift + s.start for _, shift, _, s in parts)
     heading_set = set(head_starts)
     for (number, ctype, _, _), (start, _, end) in zip(cells, spans):
@@ -112,23 +148,16 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
             k = bisect_right(block_starts, a - 1)
             if ctype == "markdown" and a in heading_set and (
                     k == len(block_starts) or block_starts[k] >= b):
-                continue  # headings alone: glued to what follows, as in Markdown
-            sections.append(Section(a, b, _LEVEL_CELL, ctype, path_at(a), "", meta))
-    for number, shift, code, s in parts:
-        meta = tuple((f"cell_{k}" if k in ("line_start", "line_end") else k, v)
-                     for k, v in s.meta) + (("cell_start", number), ("cell_end", number))
-        a = shift + s.start
-        # (a Markdown block's own path is its cell's headings: the notebook's replace them)
-        path = (*path_at(a), *s.path) if code else path_at(a)
-        sections.append(Section(a, shift + s.end, s.level, s.kind, path, s.context, meta))
-    notes = tuple(w if not cells_ else f"cell{'s' if len(cells_) > 1 else ''} "
-                  f"{', '.join(map(str, cells_[:10]))}{'…' if len(cells_) > 10 else ''}: {w}"
-                  for w, cells_ in warnings.items())
-    return ParsedDocument(
-        source=source, format="notebook", text=text, sections=tuple(sections), title=name,
-        warnings=(*decoded, *notes), prose=True, line_numbers=False,
-        leaf_splitters=tuple(splitters.items()),
-        meta=(("language", language), ("cells", len(nb["cells"])), ("outputs", outputs)))
+                continue
+            out.append(Section(a, b, _LEVEL_CELL, ctype, path_at(a), "", meta))
+    return out
+
+
+def _notes(warnings: dict[str, list[int]]) -> tuple[str, ...]:
+    """The warnings, each once, with the cells it concerns (`cells 3, 5: …`)."""
+    return tuple(w if not cells else f"cell{'s' if len(cells) > 1 else ''} "
+                 f"{', '.join(map(str, cells[:10]))}{'…' if len(cells) > 10 else ''}: {w}"
+                 for w, cells in warnings.items())
 
 
 # -- reading the notebook --------------------------------------------------------------------------
