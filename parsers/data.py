@@ -134,8 +134,11 @@ class Builder:
 
     def document(self, fmt: str, warnings: list[str],
                  meta: tuple[tuple[str, Any], ...] = (), *,
-                 json_cuts: bool = True) -> ParsedDocument:
-        """The parsed document: data is not prose, and its path goes into every context."""
+                 json_cuts: bool = True, lines_first: bool = False) -> ParsedDocument:
+        """The parsed document: data is not prose, and its path goes into every context.
+        Leaves are cut at commas outside strings (`json_cuts`), then lines, sentences and
+        words; `lines_first`: at lines before commas (JSON Lines: records past
+        `MAX_SECTIONS` join the last record with a section, and are cut between them)."""
         if self.too_deep:
             warnings.append(f"nested deeper than {MAX_DEPTH} levels: deeper values are cut "
                             "as text")
@@ -143,6 +146,8 @@ class Builder:
             warnings.append(f"more than {MAX_SECTIONS} entries: later ones are cut as text")
         levels = (MemberCuts(), LINES, SENTENCES, WORDS) if json_cuts else \
             (LINES, SENTENCES, WORDS)
+        if lines_first and json_cuts:
+            levels = (LINES, MemberCuts(), SENTENCES, WORDS)
         return ParsedDocument(source=self.source, format=fmt, text=self.text,
                               sections=tuple(self.sections), title=self.name,
                               warnings=tuple(warnings), meta=meta,

@@ -5,7 +5,7 @@ The canonical text is the decoded file. Every non-blank line is read by the JSON
 `record_start`/`record_end` = N in its meta), with the value's members and items as entries
 under it, as in a JSON file. The fitter packs whole consecutive records while they fit and
 splits a record that does not at its members. A line that is not JSON is a `ParseError`
-naming the line.
+naming the line. Past `MAX_SECTIONS`, records have no sections: they are cut between lines.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     name = file_label(source)
     builder = Builder(source, text, name)
     pos, line, n = 0, 0, len(text)
+    last = 0  # where the sections of the last record with a section begin
     records = 0
     while pos < n:
         line += 1
@@ -36,11 +37,16 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
             start += 1
         if start < end:
             label = f"line {line}"
+            mark = len(builder.sections)
             try:
                 stop = scan_json(text, start, end, builder, (name, label), root_kind="record",
                                  root_meta=(("record_start", line), ("record_end", line)))
             except ParseError as e:
                 raise ParseError(source, f"line {line}: {e.reason}", position=e.position) from e
+            if len(builder.sections) > mark and builder.sections[-1].kind != "record":
+                del builder.sections[mark:]  # MAX_SECTIONS ran out inside this record
+            elif len(builder.sections) > mark:
+                last = mark
             rest = stop
             while rest < end and text[rest] in _SPACE:
                 rest += 1
@@ -49,4 +55,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
                                  position=rest)
             records += 1
         pos = end + 1
-    return builder.document("jsonl", warnings, (("records", records),))
+    if builder.too_many:
+        # the records past MAX_SECTIONS join the last one with a section: it keeps none of
+        # its entries, so that they are all cut between lines
+        builder.sections[last:-1] = []
+    return builder.document("jsonl", warnings, (("records", records),), lines_first=True)

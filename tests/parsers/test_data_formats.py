@@ -372,6 +372,16 @@ def test_many_entries_past_the_limit_are_cut_as_text(monkeypatch):
     assert chunks[-1].end == len(src)
 
 
+def test_jsonl_records_past_the_limit_are_cut_between_lines(monkeypatch):
+    monkeypatch.setattr(json_parser, "MAX_SECTIONS", 50)
+    src = "".join(json.dumps({"id": i, "tags": ["a", "b"], "text": f"record {i}"}) + "\n"
+                  for i in range(400))
+    doc = jsonl.parse(src.encode(), source="many.jsonl")
+    assert any("more than 50 entries" in w for w in doc.warnings)
+    chunks = check_contract(src.encode(), "many.jsonl", Chunker(max_tokens=128))
+    assert all(c.start == 0 or src[c.start - 1] == "\n" for c in chunks)
+
+
 @pytest.mark.slow
 def test_50_mb_one_line_json_array_in_bounded_time_and_memory(tmp_path):
     """A 50 MB one-line array of small objects through the CLI: sections stop at
