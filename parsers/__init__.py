@@ -29,6 +29,8 @@ MODULES: dict[str, str] = {
     **{lang: "code" for lang in ("javascript", "typescript", "tsx", "go", "rust", "java", "c",
                                  "cpp", "csharp", "ruby", "php", "bash", "kotlin", "swift",
                                  "scala", "lua")},
+    "json": "data", "jsonl": "jsonl", "yaml": "yaml", "toml": "toml",
+    "notebook": "notebook", "notebook-outputs": "notebook_outputs",
 }
 
 #: file extension (lower case, with dot) -> format name
@@ -46,6 +48,8 @@ EXTENSIONS: dict[str, str] = {
     ".hxx": "cpp", ".cs": "csharp", ".rb": "ruby", ".rake": "ruby", ".php": "php",
     ".sh": "bash", ".bash": "bash", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift",
     ".scala": "scala", ".sc": "scala", ".lua": "lua",
+    ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".ipynb": "notebook",
 }
 
 

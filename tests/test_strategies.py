@@ -286,7 +286,15 @@ def test_semantic_on_fixtures_respects_structure(path):
 def test_llm_on_fixtures(path):
     for chunker in chunkers("llm", llm=ScriptedLLM(script=planner))[:2]:
         check_1235(path.read_bytes(), str(path), chunker)
-        assert chunker.stats["accepted"] == chunker.stats["calls"] > 0
+        stats = chunker.stats
+        if path.suffix in (".json", ".jsonl", ".yaml", ".toml", ".ipynb"):
+            # `planner` fills 70% of the budget and counts no context: a key or heading path
+            # (file name first) can take more than the rest at 64 tokens; the strategy then
+            # keeps the structure chunks, as it should
+            assert stats["accepted"] + stats.get("fallback: over budget", 0) == stats["calls"]
+            assert stats["accepted"] > 0
+        else:
+            assert stats["accepted"] == stats["calls"] > 0
 
 
 # -- Hypothesis: invariants 1, 2, 3, 5 for each strategy on generated text ------------------

@@ -196,18 +196,21 @@ class Contexts:
 
 def merge_meta(chain: tuple[Node, ...], run: Iterable[Node]) -> dict[str, Any]:
     """The metadata of a chunk: its chain's, then, for a run of sections, `*_start` the
-    least, `*_end` the greatest and other keys the first."""
+    least, `*_end` the greatest of the run's own (not the parent's: its span holds more than
+    the run) and other keys the first."""
     meta: dict[str, Any] = {}
     for node in chain:
         meta.update(node.meta)
+    spans: dict[str, Any] = {}
     for node in run:
         for key, value in node.meta:
             if key.endswith("_start"):
-                meta[key] = min(meta.get(key, value), value)
+                spans[key] = min(spans.get(key, value), value)
             elif key.endswith("_end"):
-                meta[key] = max(meta.get(key, value), value)
+                spans[key] = max(spans.get(key, value), value)
             else:
                 meta.setdefault(key, value)
+    meta.update(spans)
     return meta
 
 

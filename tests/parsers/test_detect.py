@@ -24,4 +24,4 @@ def test_the_folder_walk_keeps_what_detect_format_names(tmp_path: Path):
         (tmp_path / name).write_text("x\n", encoding="utf-8")
     kept = sorted(f.source for f in discover([tmp_path]).files)
     assert kept == sorted(n for n in names if detect_format(n) is not None)
-    assert kept == ["a.md", "b.HTM", "c.tsv", "d.pyi"]
+    assert kept == ["a.md", "b.HTM", "c.tsv", "d.pyi", "f.json"]
