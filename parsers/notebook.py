@@ -47,7 +47,11 @@ _SEPARATOR = "\n\n"
 _OUTPUT_MARK = "Output:\n"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _LANGUAGE_ALIASES = {"python3": "python", "python2": "python", "ipython": "python",
-                     "ipython3": "python", "py": "python"}
+                     "ipython3": "python", "py": "python",
+                     # kernels' names for the languages of parsers/code.py
+                     "c++": "cpp", "c++11": "cpp", "c++14": "cpp", "c++17": "cpp",
+                     "xcpp": "cpp", "c#": "csharp", "js": "javascript", "node": "javascript",
+                     "nodejs": "javascript", "ts": "typescript", "sh": "bash", "shell": "bash"}
 #: cut levels of an output's text (it is not prose, though the notebook is)
 _OUTPUT_LEVELS = (LINES, SENTENCES, WORDS)
 
