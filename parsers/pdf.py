@@ -294,11 +294,18 @@ def _check_size(page: Any) -> None:
                 raise _OverBound(f"content stream over {MAX_PAGE_CONTENT >> 20} MB")
 
 
+#: CPU seconds between repeated expiries of `_cpu_deadline`'s timer
+_REPEAT = 0.05
+
+
 @contextmanager
 def _cpu_deadline(seconds: float) -> Iterator[None]:
     """Raise `_OverBound` in the block once the process has spent `seconds` of CPU time in
-    it: a one-shot virtual timer (`ITIMER_VIRTUAL`, `SIGVTALRM`), armed only in the main
-    thread on Unix and only when no other such timer or handler is set; elsewhere nothing.
+    it: a virtual timer (`ITIMER_VIRTUAL`, `SIGVTALRM`), armed only in the main thread on Unix
+    and only when no other such timer or handler is set; elsewhere nothing. After the first
+    expiry it fires again every `_REPEAT` s of CPU: an exception raised while a garbage
+    collector callback or a `__del__` runs is swallowed by Python (seen with hypothesis's gc
+    callback installed), and the next expiry raises again.
     On the way out, however the block is left, the timer is disarmed and the previous
     handler restored; a signal that lands after the block has ended raises nothing."""
     if not (seconds > 0 and hasattr(signal, "setitimer")
@@ -315,7 +322,7 @@ def _cpu_deadline(seconds: float) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGVTALRM, expire)
     try:
-        signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+        signal.setitimer(signal.ITIMER_VIRTUAL, seconds, _REPEAT)
         yield
     finally:
         inside = False
