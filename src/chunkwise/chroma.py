@@ -66,9 +66,12 @@ class Hit:
     page_end: int | None
     context: str
     metadata: dict[str, Any]
+    space: str = "cosine"
+    """The collection's distance: `cosine` (1 - cosine similarity), `l2` (squared) or `ip`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "distance": self.distance,
+                "space": self.space,
                 "section_path": list(self.section_path), "page_start": self.page_start,
                 "page_end": self.page_end, "context": self.context, "text": self.text,
                 "metadata": self.metadata}
@@ -457,7 +460,8 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
         raise
     except Exception as e:
         raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
-    return [_hit(i, d, m, dist) for i, d, m, dist in
+    space = _space(col)
+    return [_hit(i, d, m, dist, space) for i, d, m, dist in
             zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
 
 
@@ -512,7 +516,7 @@ def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
     out = []
     for row in dist[:, order]:
         best = np.argsort(row, kind="stable")[:k]
-        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]))
+        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
                     for i in best])
     return out
 
@@ -567,7 +571,8 @@ def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:
         raise StoreError(f"cannot open collection {name!r}: {type(e).__name__}: {e}") from e
 
 
-def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float) -> Hit:
+def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
+         space: str = "cosine") -> Hit:
     meta = dict(meta or {})
     path = meta.get("section_path_list")
     if not isinstance(path, list):
@@ -576,7 +581,7 @@ def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float)
     return Hit(id=id_, source=str(meta.get("source", "")), text=doc or "",
                distance=float(dist), section_path=tuple(path),
                page_start=meta.get("page_start"), page_end=meta.get("page_end"),
-               context=str(meta.get("context", "")), metadata=meta)
+               context=str(meta.get("context", "")), metadata=meta, space=space)
 
 
 def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = None,

@@ -56,6 +56,8 @@ class Discovery:
     the root, too large. Reported, never an error."""
     missing: list[str] = field(default_factory=list)
     """Paths given that do not exist."""
+    unsupported: list[str] = field(default_factory=list)
+    """Files in the folders walked that no parser reads (by extension); counted in summaries."""
     scopes: list[str] = field(default_factory=list)
     """The paths given, as sources relative to the root ("" for the root itself): what
     `--prune` may delete under."""
@@ -178,6 +180,9 @@ class _Walker:
                 subfolders.append(path)
             elif self.known(entry.name):
                 self.file(path, explicit=False)
+            else:
+                self.found.unsupported.append(relative_source(path, self.root)
+                                              or source_name(path))
         for sub in subfolders:
             self.walk(sub)
 

@@ -88,6 +88,8 @@ class IngestReport:
     ignored: list[tuple[str, str]] = field(default_factory=list)
     """(name, reason) of entries not read at all: FIFOs, devices, symlinks out of the root,
     files over the size limit."""
+    unsupported: int = 0
+    """Files in the folders walked that no parser reads (unknown extensions), not listed."""
     repaired: int = 0
     """Stored records whose vectors were missing from the index at the start, re-embedded
     (see `chunkwise.health`)."""
@@ -112,6 +114,7 @@ class IngestReport:
             "pruned_files": self.pruned_files, "pruned_chunks": self.pruned_chunks,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "ignored": [{"source": s, "reason": r} for s, r in self.ignored],
+            "unsupported": self.unsupported,
             "repaired": self.repaired, "truncated": self.truncated, "window": self.window,
             "root": self.root,
             "workers": self.workers,
@@ -882,6 +885,7 @@ def start_run(c: Any, paths: list[str] | None, collection: str, chunker: Any, em
     report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
                           repaired=repaired)
     report.ignored.extend(found.skipped)
+    report.unsupported = len(found.unsupported)
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
     states = store.summary(hashes)
