@@ -250,7 +250,9 @@ def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Mapping
             continue
         seen.add(chunk.id)
         meta = chunk_metadata(chunk, index=index, count=len(chunks),
-                              content_hash=content_hash, options=options)
+                              content_hash=content_hash, options=options,
+                              prev_id=chunks[index - 1].id if index else None,
+                              next_id=chunks[index + 1].id if index + 1 < len(chunks) else None)
         old = stored.get(chunk.id)
         if old is None:
             embed.append((chunk, meta))
