@@ -24,15 +24,17 @@ EXAMPLES = {
 
 
 
-#: what `sections --jsonl` prints, field by field (also in docs/cli.md)
+#: what `sections --jsonl` prints, field by field (the README says it too)
 LEVELS_HELP = """\
 --jsonl fields: source, start, end (offsets into the canonical text), kind, depth (1 for
-the document, +1 per nesting), section_path, page_start, page_end, and level: the section's
-rank in its format's total order of boundaries, higher = a bigger boundary. A chunk may merge
-whole sections of one parent and is cut inside a section at its children first. The numbers
-are comparable within one format only, e.g. Markdown: document 1000, `#` heading 106 ...
-`######` 101, container 60, code/table/list/quote 50, paragraph 10, table row or list item 5;
-PDF: heading 100 - depth, paragraph 10."""
+the outermost, +1 per nesting), section_path, page_start, page_end, and level: the
+section's rank among its format's boundaries, higher = a bigger boundary (the fitter merges
+whole sections under one parent and cuts inside a section at its children first). Levels
+compare within one format: Markdown `#` 99 ... `######` 94, front matter 60, container
+55, paragraph/list/code/table/quote 50, list item or table row 10; HTML h1 100 ... h6 95,
+quote 65, table 60, list 50, code 40; PDF heading 100 - depth, paragraph 10; Python class
+40, function 30, compound statement 20, statement 10; CSV table 30, row 20, cell 10; text
+heading 100, paragraph 10."""
 
 
 def _version() -> str:
