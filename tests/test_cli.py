@@ -202,3 +202,26 @@ def test_query_labels_the_distance_keeps_code_and_escapes_control_characters(tmp
     assert "(distance 0." in p.stdout and ", cosine)" in p.stdout
     assert "\n           return queue.put(job)\n" in p.stdout  # indentation kept
     assert "\x1b" not in p.stdout and "\\x1b[31mred" in p.stdout
+
+
+def test_ingest_counts_unsupported_files_and_quiet_prints_nothing(tmp_path):
+    # a deterministic fake embedder (hashed words): this test is about the summary, not vectors
+    import os
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    (tmp_path / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tmp_path)])}
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSome text about apples.\n")
+    (docs / "slides.pptx").write_bytes(b"PK\x03\x04")
+    (docs / "photo.jpg").write_bytes(b"\xff\xd8\xff")
+    args = [*CLI, "ingest", str(docs), "--db", str(tmp_path / "db"), "--embedder", "hashvec:HASH"]
+    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("1 files (0 unchanged, 1 written, 0 failed, 2 unsupported)")
+    p = subprocess.run([*args, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert json.loads(p.stdout)["unsupported"] == 2
+    p = subprocess.run([*args, "--quiet"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == "" and p.stderr == ""
