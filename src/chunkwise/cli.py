@@ -12,7 +12,7 @@ import logging
 import sys
 from typing import Any, Iterator, Sequence
 
-from .cli_options import chunk_options
+from .cli_options import chunk_options, chunker_from
 from .errors import ChunkwiseError, ConfigError
 from .textio import display_name
 
@@ -157,16 +157,10 @@ def _read(item: Any) -> bytes:
 
 
 def cmd_chunk(args: argparse.Namespace) -> int:
-    from .api import Chunker
     from .cli_progress import Progress
     from .discover import ReadError
-    from .strategies.cli_options import structure_note
 
-    chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                      overlap=args.overlap, strategy=args.strategy)
-    note = structure_note(args.strategy)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    chunker = chunker_from(args)
     docs, failed = _documents(args)
     # a bar on a terminal only: `chunk` writes data, and a log line every few seconds in a
     # pipeline's stderr would be noise (`ingest`, a long job, prints them)

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from .cli_options import chunk_options, store_location, store_options
+from .cli_options import chunk_options, chunker_from, store_location, store_options
 from .errors import ConfigError
 from .textio import display_name
 
@@ -135,17 +135,10 @@ def parse_size(text: str) -> int:
 
 # -- ingest ---------------------------------------------------------------------------------
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from .api import Chunker
+    from .cli_progress import Progress
     from .pipeline import ingest
 
-    from .cli_progress import Progress
-    from .strategies.cli_options import structure_note
-
-    chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                      overlap=args.overlap, strategy=args.strategy)
-    note = structure_note(args.strategy)
-    if note and not args.quiet:
-        print(note, file=sys.stderr)
+    chunker = chunker_from(args)
     show = args.progress if args.progress is not None else not args.quiet
     bars: list[Progress] = []
 
