@@ -744,6 +744,8 @@ def _font_headings(pages: list[list[_Line]], body: float) -> None:
     n_lines = sum(1 for lines in pages for ln in lines if ln.text.strip() and not ln.removed)
     if sum(1 for c in candidates if c[2] < 0) > n_lines / 4:  # bold is a body style here
         candidates = [c for c in candidates if c[2] >= 0]
+    front = _title_block(pages, candidates)
+    candidates = [c for c in candidates if (c[0], c[1]) not in front]
     sizes = sorted({round(c[2] * 2) / 2 for c in candidates}, reverse=True)
     rank = {size: r for r, size in enumerate(sizes)}  # bold-only (-1) sorts last
     keys = {(p, i): (rank[round(size * 2) / 2], _number_depth(pages[p][i].text))
@@ -762,6 +764,34 @@ def _font_headings(pages: list[list[_Line]], body: float) -> None:
                 lines[head].title = f"{lines[head].title} {lines[i].text.strip()}"
                 continue
         lines[i].heading, lines[i].title = depth, " ".join(lines[i].text.split())
+
+
+def _title_block(pages: list[list[_Line]],
+                 candidates: list[tuple[int, int, float]]) -> set[tuple[int, int]]:
+    """The heading candidates that are title-block matter, not headings: on the first page
+    with text, before its first body line, a run of big lines followed directly (no text of
+    its own) by a bigger one. A heading heads text; a byline ("Your Name" / "January 3,
+    2024") or an affiliation set between the title and the first section heads nothing."""
+    first = next((p for p, pg in enumerate(pages) if any(ln.text.strip() for ln in pg)), None)
+    if first is None:
+        return set()
+    sizes = {i: size for p, i, size in candidates if p == first}
+    region: list[int] = []  # the candidates above the first body line, in order
+    for i, ln in enumerate(pages[first]):
+        if ln.removed or not ln.text.strip():
+            continue
+        if i not in sizes:
+            break
+        region.append(i)
+    out: set[tuple[int, int]] = set()
+    for k, i in enumerate(region):
+        size = sizes[i]
+        if size < 0:
+            continue
+        later = next((sizes[j] for j in region[k + 1:] if abs(sizes[j] - size) >= 0.3), None)
+        if later is not None and later > size:
+            out.add((first, i))
+    return out
 
 
 _SECTION_NUMBER = re.compile(r"\s*(\d{1,3}(?:\.\d{1,3}){0,5})\.?\s+\S")
@@ -939,7 +969,7 @@ def _join_lines(lines: list[_Line]) -> str:
 def _sections(text: str, blocks: list[tuple[int, int]], heads: list[tuple[int, int, str]],
               title: str) -> list[Section]:
     heads = sorted(heads, key=lambda h: h[0])  # stable: outline order at equal offsets
-    spans = _heading_spans(text, heads, title)
+    spans = _end_abstract(_heading_spans(text, heads, title), blocks)
     sections = [Section(s, e, _LEVEL_HEADING - min(d, 40), "section", path)
                 for s, e, d, path in spans if s < e]
     for (s, e), path in zip(blocks, _enclosing_paths(spans, blocks, title)):
@@ -971,6 +1001,21 @@ def _heading_spans(text: str, heads: list[tuple[int, int, str]],
             titles = titles[1:]
         end = len(text[:ends[i]].rstrip()) if ends[i] > start else start
         out.append((start, max(start, end), depth, (title, *titles)))
+    return out
+
+
+def _end_abstract(spans: list[tuple[int, int, int, tuple[str, ...]]],
+                  blocks: list[tuple[int, int]]) -> list[tuple[int, int, int, tuple[str, ...]]]:
+    """An "Abstract" heading heads one paragraph: what follows it up to the next heading (a
+    paper whose sections the fonts do not show) belongs to the document, not to the
+    abstract."""
+    out = []
+    for start, end, depth, path in spans:
+        if path[-1].strip(" .:").casefold() == "abstract":
+            after = [e for s, e in blocks if start <= s < end]
+            if len(after) > 1:
+                end = after[0]
+        out.append((start, end, depth, path))
     return out
 
 

@@ -32,6 +32,8 @@ def check_contract(data: bytes, source: str, chunker: Chunker, fmt: str | None =
         prev_end = c.end
         assert c.tokens == chunker.sizer.count(c.embed_text), "2: reported tokens != recount"
         assert c.tokens <= chunker.max_tokens, f"2: {c.tokens} > {chunker.max_tokens}"
+        # `kinds` says what a chunk holds, for `--where` filters: a chunk always holds some
+        assert c.kinds, f"kinds empty for chunk [{c.start}:{c.end}] {c.section_path}"
         covered[c.start:c.end] = b"\x01" * (c.end - c.start)
     lost = [i for i, ch in enumerate(text) if not covered[i] and not ch.isspace()]
     assert not lost, f"3: {len(lost)} characters lost, first at {lost[0]}"

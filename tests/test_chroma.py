@@ -123,10 +123,17 @@ def test_chunk_metadata_is_flat_and_complete():
     assert RESERVED_KEYS >= {k for k in m if not k.startswith("meta.") and k != "line_start"}
 
 
+def stored_as_written(chunks, content_hash):
+    """The metadata `ingest` writes for a file's chunks (neighbours linked)."""
+    return {c.id: chunk_metadata(c, index=i, count=len(chunks), content_hash=content_hash,
+                                 options="o", prev_id=chunks[i - 1].id if i else None,
+                                 next_id=chunks[i + 1].id if i + 1 < len(chunks) else None)
+            for i, c in enumerate(chunks)}
+
+
 def test_plan_and_currency():
     old = [make_chunk(0, "one"), make_chunk(1, "two"), make_chunk(2, "three")]
-    stored = {c.id: chunk_metadata(c, index=i, count=3, content_hash="h1", options="o")
-              for i, c in enumerate(old)}
+    stored = stored_as_written(old, "h1")
     assert is_current(stored, "h1", "o")
     assert not is_current(stored, "h2", "o") and not is_current(stored, "h1", "p")
     assert not is_current(dict(list(stored.items())[:2]), "h1", "o")  # a chunk is missing
@@ -139,9 +146,7 @@ def test_plan_and_currency():
     assert [i for i, _ in plan.refresh] == ["id0"]  # same text and context: metadata only
     assert plan.refresh[0][1]["gone"] is None and plan.refresh[0][1]["content_hash"] == "h2"
     assert plan.stale == ["id2"]
-    same = plan_file("a.md", old, {c.id: chunk_metadata(c, index=i, count=3, content_hash="h1",
-                                                        options="o")
-                                   for i, c in enumerate(old)}, "h1", "o")
+    same = plan_file("a.md", old, stored_as_written(old, "h1"), "h1", "o")
     assert not (same.embed or same.refresh or same.stale)
 
 

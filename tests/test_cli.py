@@ -61,3 +61,167 @@ def test_text_and_sections_agree_with_chunks():
 def test_help_has_examples():
     p = run("chunk", "--help")
     assert p.returncode == 0 and "Example" in p.stdout
+
+
+# -- the usual manners ----------------------------------------------------------------------
+def test_version():
+    from importlib.metadata import version
+
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"chunkwise {version('chunkwise')}"
+
+
+def test_dash_reads_standard_input_with_format():
+    path = FIXTURES / "fastapi__features.md"
+    args = [*CLI, "chunk", "-", "--format", "markdown", "--jsonl"]
+    p = subprocess.run(args, input=path.read_bytes(), capture_output=True)
+    assert p.returncode == 0, p.stderr
+    piped = [json.loads(x) for x in p.stdout.splitlines()]
+    direct = [json.loads(x) for x in run("chunk", path, "--jsonl").stdout.splitlines()]
+    assert [r["text"] for r in piped] == [r["text"] for r in direct]
+    assert {r["source"] for r in piped} == {"<stdin>"}
+    text = subprocess.run([*CLI, "text", "-", "--format", "markdown"], input=path.read_bytes(),
+                          capture_output=True)
+    assert text.returncode == 0 and text.stdout == run("text", path).stdout.encode()
+    # without --format: bad usage, one line
+    p = subprocess.run([*CLI, "chunk", "-"], input="# x\n", capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--format" in p.stderr
+
+
+def test_text_and_sections_accept_folders():
+    chunked = {json.loads(x)["source"] for x in run("chunk", FIXTURES, "--jsonl").stdout.splitlines()}
+    p = run("text", FIXTURES)
+    assert p.returncode == 0, p.stderr
+    heads = {line[4:-4] for line in p.stdout.splitlines() if line.startswith("==> ")}
+    assert heads == chunked and len(heads) == 9
+    p = run("sections", FIXTURES, "--jsonl")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(x) for x in p.stdout.splitlines()]
+    assert {r["source"] for r in rows} == chunked
+    assert all(isinstance(r["level"], int) and r["depth"] >= 1 for r in rows)
+    assert "level" in run("sections", "--help").stdout  # the numbers are documented
+
+
+def test_unknown_format_is_bad_usage_in_one_line():
+    for command in ("chunk", "text", "sections"):
+        p = run(command, FIXTURES, "--format", "docx")
+        assert p.returncode == 2, (command, p.stderr)
+        assert p.stderr.count("\n") == 1 and "unknown --format 'docx'" in p.stderr
+        assert p.stdout == ""
+
+
+def test_unsupported_files_are_counted_in_one_line(tmp_path):
+    (tmp_path / "good.md").write_text("# Hi\n\nText.\n")
+    (tmp_path / "a.docx").write_bytes(b"PK\x03\x04")
+    (tmp_path / "b.png").write_bytes(b"\x89PNG")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.png").write_bytes(b"\x89PNG")
+    p = run("chunk", tmp_path, "--jsonl")
+    assert p.returncode == 0
+    assert p.stderr == "chunkwise: 3 files of no supported format not read (.png: 2, .docx: 1)\n"
+    assert run("chunk", tmp_path, "--jsonl", "--quiet").stderr == ""
+
+
+def test_llm_strategy_without_llm_prints_the_error_first():
+    p = run("chunk", FIXTURES / "fastapi__features.md", "--strategy", "llm")
+    assert p.returncode == 2
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and "needs an llm" in lines[0], p.stderr
+
+
+def _on_a_terminal(*args):
+    """Run the CLI with stderr on a pseudo-terminal; (exit status, what the terminal got)."""
+    import os
+    import pty
+    import threading
+
+    master, slave = pty.openpty()
+    got: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal is gone
+                return
+            if not data:
+                return
+            got.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    proc = subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.DEVNULL, stderr=slave)
+    rc = proc.wait(timeout=300)
+    os.close(slave)  # held until now: a pty whose last slave closes may drop what it holds
+    reader.join(timeout=10)
+    os.close(master)
+    return rc, b"".join(got).decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_and_quiet():
+    files = len(list(FIXTURES.iterdir()))
+    rc, shown = _on_a_terminal("chunk", FIXTURES, "--jsonl")
+    assert rc == 0
+    assert f"{files}/{files}" in shown and "chunks/s" in shown and "chunk:" in shown
+    rc, shown = _on_a_terminal("chunk", FIXTURES, "--jsonl", "--quiet")
+    assert rc == 0 and shown == ""
+
+
+def test_progress_lines_when_not_a_terminal():
+    import io
+
+    from chunkwise.cli_progress import Progress
+
+    out = io.StringIO()
+    bar = Progress("ingest", total=4, stream=out, tty=False, every=0.0)
+    bar.update(files=1, chunks=30, rate=12.5)
+    bar.update(files=4, chunks=100, rate=20.0)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("ingest: 1/4 files, 30 chunks, 12.5 chunks/s, about ")
+    assert lines[0].endswith(" left") and lines[1] == "ingest: 4/4 files, 100 chunks, 20.0 chunks/s"
+    quiet = io.StringIO()
+    bar = Progress("ingest", total=4, stream=quiet, tty=False)  # every 5 s: nothing yet
+    bar.update(files=1, chunks=30)
+    assert quiet.getvalue() == ""
+
+
+def test_query_labels_the_distance_keeps_code_and_escapes_control_characters(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tasks.py").write_text(
+        "def schedule(job):\n    \"\"\"Run a background job later.\"\"\"\n"
+        "    if job.ready:\n        return queue.put(job)\n    return None\n")
+    (docs / "note.md").write_text("# Note\n\nA terminal \x1b[31mred\x1b[0m escape in a note "
+                                  "about background jobs.\n")
+    db = tmp_path / "db"
+    p = run("ingest", docs, "--db", db, "--quiet")
+    assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stderr
+    p = run("query", "schedule a background job", "--db", db, "-k", "2")
+    assert p.returncode == 0, p.stderr
+    assert "(distance 0." in p.stdout and ", cosine)" in p.stdout
+    assert "\n           return queue.put(job)\n" in p.stdout  # indentation kept
+    assert "\x1b" not in p.stdout and "\\x1b[31mred" in p.stdout
+
+
+def test_ingest_counts_unsupported_files_and_quiet_prints_nothing(tmp_path):
+    # a deterministic fake embedder (hashed words): this test is about the summary, not vectors
+    import os
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    (tmp_path / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tmp_path)])}
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSome text about apples.\n")
+    (docs / "slides.pptx").write_bytes(b"PK\x03\x04")
+    (docs / "photo.jpg").write_bytes(b"\xff\xd8\xff")
+    args = [*CLI, "ingest", str(docs), "--db", str(tmp_path / "db"), "--embedder", "hashvec:HASH"]
+    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("1 files (0 unchanged, 1 written, 0 failed, 2 unsupported)")
+    p = subprocess.run([*args, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert json.loads(p.stdout)["unsupported"] == 2
+    p = subprocess.run([*args, "--quiet"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == "" and p.stderr == ""

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkwise.api import parse_bytes
+from chunkwise.api import Chunker, parse_bytes
 from chunkwise.fitter import Fitter, Policy
 from chunkwise.sizing import Sizer, get_sizer
 from chunkwise.splitting import longest_fit
@@ -268,3 +268,22 @@ def test_iter_cuts_gives_the_cuts_of_the_splitter():
     for split in LINED_LEVELS:
         for a, b in [(0, len(text)), (3, 30), (5, 6)]:
             assert list(iter_cuts(split, text, a, b)) == split(text, a, b)
+
+
+# -- kinds ----------------------------------------------------------------------------------
+def test_kinds_of_a_whole_heading_section_name_what_it_holds():
+    # one chunk that is exactly one heading section: its kinds are those of its content
+    (chunk,) = Chunker().chunk_text("# T\n\n```py\nx=1\n```", format="markdown")
+    assert chunk.kinds == ("code",)
+    (chunk,) = Chunker().chunk_text("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", format="markdown")
+    assert "table" in chunk.kinds
+    for strategy in ("fixed", "sentence", "recursive"):
+        chunks = Chunker(strategy=strategy).chunk_text("# T\n\n```py\nx=1\n```", format="markdown")
+        assert [c.kinds for c in chunks] == [("code",)], strategy
+
+
+def test_kinds_of_a_lone_heading_is_heading():
+    text = "# One\n\n# Two is a heading long enough to stand alone\n\nBody text of two here."
+    chunks = Chunker(max_tokens=16).chunk_text(text, format="markdown")
+    assert chunks[0].text == "# One" and chunks[0].kinds == ("heading",)
+    assert all(c.kinds for c in chunks)

@@ -76,7 +76,10 @@ def check_nodes(nodes, docs, parser: ChunkwiseNodeParser) -> None:
         context = node.metadata.get("context")
         if context:
             assert "context" not in node.excluded_embed_metadata_keys
-            assert f"context: {context}" in embed and embed.endswith(node.text)
+            if node.metadata_template == "{value}":  # only the context shown: chunkwise's
+                assert embed == f"{context}\n\n{node.text}"  # own embed text
+            else:
+                assert f"context: {context}" in embed and embed.endswith(node.text)
         for key in ("format", "kinds", "section_path", "tokens", "line_start", "page_start"):
             if key in node.metadata:
                 assert key in node.excluded_embed_metadata_keys
@@ -194,8 +197,8 @@ def test_reader_nodes_keep_structure_exact_offsets_and_the_budget(reader_docs, r
     parser = ChunkwiseNodeParser()
     check_nodes(reader_nodes, reader_docs, parser)
     assert all(n.start_char_idx is not None for n in reader_nodes)
-    # the nodes are the chunks `chunkwise chunk` gives with the label's tokens reserved
-    chunker = Chunker(max_tokens=parser.max_tokens, reserve=label_cost("minilm"))
+    # the nodes are the chunks `chunkwise chunk` gives, embedded as `chunkwise ingest` does
+    chunker = Chunker(max_tokens=parser.max_tokens)
     nodes_of = by_doc(reader_nodes)
     for doc in reader_docs:
         chunks = chunker.chunk_file(doc.metadata["file_path"], source=doc.id_)
@@ -204,13 +207,17 @@ def test_reader_nodes_keep_structure_exact_offsets_and_the_budget(reader_docs, r
             (c.start, c.end) for c in chunks]
         assert [n.node_id for n in nodes] == [c.id for c in chunks]
         assert [n.metadata.get("context", "") for n in nodes] == [c.context for c in chunks]
+        assert [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes] == [
+            c.embed_text for c in chunks]
     pdf_nodes = nodes_of[PDF.name]
     assert pdf_nodes[-1].metadata["page_end"] >= 2
     assert all(n.metadata["page_start"] <= n.metadata["page_end"] for n in pdf_nodes)
     html_nodes = nodes_of[HTML.name]
     assert sum(" > " in n.metadata["section_path"] for n in html_nodes) >= len(html_nodes) // 2
     llm = html_nodes[1].get_content(metadata_mode=MetadataMode.LLM)
-    assert "file_name: " in llm and "context: " in llm and "tokens: " not in llm
+    node = html_nodes[1]
+    assert llm.startswith(f"{HTML.name}\n") and f"\n{node.metadata['context']}\n\n" in llm
+    assert f"\n{node.metadata['tokens']}\n" not in llm and llm.endswith(node.text)
 
 
 @pytest.mark.parametrize("tokenizer,max_tokens,overlap", [
@@ -393,8 +400,12 @@ def test_each_document_is_chunked_once(monkeypatch, tokenizer):
 def test_budget_too_small_for_a_custom_metadata_template():
     doc = Document(id_="d", text="Some words.\n\n" * 50, metadata={"k": "v"},
                    metadata_template="{key} is given as the following value: {value}")
-    with pytest.raises(ConfigError, match="max_tokens too small"):
-        ChunkwiseNodeParser(max_tokens=20).get_nodes_from_documents([doc])
+    # 20 tokens: the document's metadata would take most of them, so it is left out of the
+    # embed text; with nothing of the document shown, the node embeds the chunk's own text
+    small = ChunkwiseNodeParser(max_tokens=20).get_nodes_from_documents([doc])
+    check_nodes(small, [doc], ChunkwiseNodeParser(max_tokens=20))
+    assert "k" in small[0].excluded_embed_metadata_keys
+    assert "given as" not in small[0].get_content(metadata_mode=MetadataMode.EMBED)
     nodes = ChunkwiseNodeParser(max_tokens=64).get_nodes_from_documents([doc])
     check_nodes(nodes, [doc], ChunkwiseNodeParser(max_tokens=64))
     assert "k is given as the following value: v" in nodes[0].get_content(

@@ -12,6 +12,7 @@ this module only stores and reads.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -30,15 +31,19 @@ log = logging.getLogger(__name__)
 DEFAULT_DB = "chunkwise-db"
 DEFAULT_COLLECTION = "chunkwise"
 #: bump when the stored metadata layout changes: every file is then rewritten once
-SCHEMA = "2"
+SCHEMA = "3"
 #: seconds to wait before each retry of a store call that failed to reach the server
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: metadata keys chunkwise writes; chunk meta keys equal to these are stored as `meta.<key>`
 RESERVED_KEYS = frozenset({
     "source", "format", "start", "end", "chunk_index", "chunk_count", "tokens", "context",
     "section_path", "section_path_list", "kinds", "page_start", "page_end", "content_hash",
-    "options", "embed_hash",
+    "options", "embed_hash", "_node_content", "_node_type", "document_id", "doc_id",
+    "ref_doc_id",
 })
+#: the chunk fields a LlamaIndex node read back from the store carries as its metadata
+NODE_METADATA = ("source", "format", "section_path", "page_start", "page_end", "kinds",
+                 "tokens", "context")
 _COLLECTION_EMBEDDER = "chunkwise_embedder"
 _COLLECTION_SPEC = "chunkwise_embedder_spec"
 #: collection metadata: the folder (absolute) every stored `source` is relative to
@@ -66,9 +71,12 @@ class Hit:
     page_end: int | None
     context: str
     metadata: dict[str, Any]
+    space: str = "cosine"
+    """The collection's distance: `cosine` (1 - cosine similarity), `l2` (squared) or `ip`."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "distance": self.distance,
+                "space": self.space,
                 "section_path": list(self.section_path), "page_start": self.page_start,
                 "page_end": self.page_end, "context": self.context, "text": self.text,
                 "metadata": self.metadata}
@@ -81,10 +89,12 @@ def embed_hash(text: str) -> str:
 
 
 def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
-                   options: str) -> dict[str, Any]:
+                   options: str, prev_id: str | None = None,
+                   next_id: str | None = None) -> dict[str, Any]:
     """The flat metadata stored with a chunk: its contract fields, its position in the file,
     the file's hash and options (for incremental runs), the hash of its embed text (to reuse
-    its vector), then the chunk's own meta."""
+    its vector), the chunk's own meta, and the keys through which LlamaIndex's
+    `ChromaVectorStore` reads the record as a node (`llama_index_keys`)."""
     meta: dict[str, Any] = {
         "source": chunk.source, "format": chunk.format, "start": chunk.start, "end": chunk.end,
         "chunk_index": index, "chunk_count": count, "tokens": chunk.tokens,
@@ -103,7 +113,43 @@ def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
     extra = flatten_metadata(chunk.meta)
     for key, value in extra.items():
         meta[f"meta.{key}" if key in RESERVED_KEYS else key] = value
+    meta.update(llama_index_keys(chunk, meta, prev_id, next_id))
     return meta
+
+
+def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
+                     next_id: str | None) -> dict[str, str]:
+    """What LlamaIndex's vector stores write beside a node (`node_to_metadata_dict`), for a
+    chunk: `_node_content` (the node as JSON, text left out: Chroma holds it), `_node_type`
+    and the document id under its three names. A record written by `chunkwise ingest` is
+    then read by `ChromaVectorStore` as the node `ChunkwiseNodeParser` makes of the chunk:
+    `ref_doc_id` = the source, SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk
+    fields as metadata and the same embed text (`context` shown as its value alone)."""
+    node_meta = {k: meta[k] for k in NODE_METADATA if k in meta}
+    if "kinds" in node_meta:
+        node_meta["kinds"] = ", ".join(chunk.kinds)
+
+    def related(node_id: str, node_type: str) -> dict[str, Any]:
+        return {"node_id": node_id, "node_type": node_type, "metadata": {}, "hash": None,
+                "class_name": "RelatedNodeInfo"}
+
+    relationships = {"1": related(chunk.source, "4")}  # SOURCE: the document
+    if prev_id is not None:
+        relationships["2"] = related(prev_id, "1")  # PREVIOUS
+    if next_id is not None:
+        relationships["3"] = related(next_id, "1")  # NEXT
+    node = {
+        "id_": chunk.id, "embedding": None, "metadata": node_meta,
+        "excluded_embed_metadata_keys": [k for k in node_meta if k != "context"],
+        "excluded_llm_metadata_keys": [k for k in node_meta if k != "context"],
+        "relationships": relationships, "metadata_template": "{value}",
+        "metadata_separator": "\n", "text": "", "mimetype": "text/plain",
+        "start_char_idx": chunk.start, "end_char_idx": chunk.end,
+        "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
+        "class_name": "TextNode",
+    }
+    return {"_node_content": json.dumps(node, ensure_ascii=False), "_node_type": "TextNode",
+            "document_id": chunk.source, "doc_id": chunk.source, "ref_doc_id": chunk.source}
 
 
 # -- connection and retries -----------------------------------------------------------------
@@ -457,7 +503,8 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
         raise
     except Exception as e:
         raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
-    return [_hit(i, d, m, dist) for i, d, m, dist in
+    space = _space(col)
+    return [_hit(i, d, m, dist, space) for i, d, m, dist in
             zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
 
 
@@ -512,7 +559,7 @@ def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
     out = []
     for row in dist[:, order]:
         best = np.argsort(row, kind="stable")[:k]
-        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]))
+        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
                     for i in best])
     return out
 
@@ -567,7 +614,8 @@ def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:
         raise StoreError(f"cannot open collection {name!r}: {type(e).__name__}: {e}") from e
 
 
-def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float) -> Hit:
+def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
+         space: str = "cosine") -> Hit:
     meta = dict(meta or {})
     path = meta.get("section_path_list")
     if not isinstance(path, list):
@@ -576,7 +624,7 @@ def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float)
     return Hit(id=id_, source=str(meta.get("source", "")), text=doc or "",
                distance=float(dist), section_path=tuple(path),
                page_start=meta.get("page_start"), page_end=meta.get("page_end"),
-               context=str(meta.get("context", "")), metadata=meta)
+               context=str(meta.get("context", "")), metadata=meta, space=space)
 
 
 def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = None,

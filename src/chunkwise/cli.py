@@ -10,9 +10,9 @@ import argparse
 import json
 import logging
 import sys
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
-from .cli_options import chunk_options
+from .cli_options import chunk_options, chunker_from
 from .errors import ChunkwiseError, ConfigError
 from .textio import display_name
 
@@ -24,6 +24,28 @@ EXAMPLES = {
 
 
 
+#: what `sections --jsonl` prints, field by field (the README says it too)
+LEVELS_HELP = """\
+--jsonl fields: source, start, end (offsets into the canonical text), kind, depth (1 for
+the outermost, +1 per nesting), section_path, page_start, page_end, and level: the
+section's rank among its format's boundaries, higher = a bigger boundary (the fitter merges
+whole sections under one parent and cuts inside a section at its children first). Levels
+compare within one format: Markdown `#` 99 ... `######` 94, front matter 60, container
+55, paragraph/list/code/table/quote 50, list item or table row 10; HTML h1 100 ... h6 95,
+quote 65, table 60, list 50, code 40; PDF heading 100 - depth, paragraph 10; Python class
+40, function 30, compound statement 20, statement 10; CSV table 30, row 20, cell 10; text
+heading 100, paragraph 10."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chunkwise")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="chunkwise",
@@ -33,14 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="log details on stderr")
+    ap.add_argument("--version", action="version", version=f"chunkwise {_version()}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("chunk", help="chunk files and folders",
                        description="Chunk files (folders are walked recursively).",
                        epilog=f"Example:\n  {EXAMPLES['chunk']}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - (standard "
+                   "input, with --format)")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per chunk (the contract)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress, notes or summary on stderr (errors still)")
     p.add_argument("--root", default=None, metavar="DIR",
                    help="name documents relative to DIR (default: the folder given)")
     p.add_argument("--follow-symlinks", action="store_true",
@@ -56,15 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print the canonical text that all offsets index.",
                        epilog=f"Example:\n  {EXAMPLES['text']}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", metavar="PATH")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files, folders, or - (standard input, with --format); with more than "
+                        "one document each text follows a line `==> SOURCE <==`")
     p.add_argument("--format", default=None, help="force the input format")
     p.set_defaults(func=cmd_text)
 
     p = sub.add_parser("sections", help="print a document's sections",
                        description="Print the tiled sections the fitter respects.",
-                       epilog=f"Example:\n  {EXAMPLES['sections']}",
+                       epilog=f"{LEVELS_HELP}\n\nExample:\n  {EXAMPLES['sections']}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("path", metavar="PATH")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files, folders, or - (standard input, with --format)")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per section")
     p.add_argument("--format", default=None, help="force the input format")
     p.set_defaults(func=cmd_sections)
@@ -89,73 +118,131 @@ def _write(line: str) -> None:
     sys.stdout.write("\n")
 
 
-def cmd_chunk(args: argparse.Namespace) -> int:
-    from .api import Chunker
-    from .discover import ReadError, discover, read_bounded, resolve_root, unsupported_summary
+def _documents(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], int]:
+    """(source, path or bytes) of every document named by `args.paths` (`-`: standard input,
+    which needs --format), and how many paths failed; skipped entries are printed, files of
+    unknown formats counted in one line (unless --quiet)."""
+    from .discover import discover, resolve_root, unsupported_summary
 
-    chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                      overlap=args.overlap, strategy=args.strategy)
-    found = discover(args.paths, root=resolve_root(args.root) if args.root else None,
-                     follow_symlinks=args.follow_symlinks)
+    quiet = getattr(args, "quiet", False)
+    paths = [p for p in args.paths if p != "-"]
+    docs: list[tuple[str, Any]] = []
+    if len(paths) < len(args.paths):
+        if args.format is None:
+            raise ConfigError("reading standard input (-) needs --format")
+        docs.append(("<stdin>", sys.stdin.buffer.read()))
+    if not paths:
+        return docs, 0
+    root = getattr(args, "root", None)
+    found = discover(paths, root=resolve_root(root) if root else None,
+                     follow_symlinks=getattr(args, "follow_symlinks", False))
     for name, reason in found.skipped:
         print(f"{display_name(name)}: skipped: {reason}", file=sys.stderr)
     for name in found.missing:
         print(f"{display_name(name)}: no such file or directory", file=sys.stderr)
-    if found.unsupported:
-        print(unsupported_summary(found.unsupported), file=sys.stderr)
-    failed = len(found.missing)
-    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    for task in found.files:
-        try:
-            doc = chunker.parse_bytes(read_bounded(task.path), source=task.source,
-                                      format=args.format)
-            chunks = chunker.chunk_document(doc)
-        except (ChunkwiseError, ReadError) as e:
-            failed += 1
-            print(display_name(_one_line(e, task.source)), file=sys.stderr)
-            continue
-        if color and not args.jsonl:
-            from .inspector import terminal_view
+    if found.unsupported and not quiet:
+        print(f"chunkwise: {unsupported_summary(found.unsupported)}", file=sys.stderr)
+    docs.extend((task.source, task.path) for task in found.files)
+    return docs, len(found.missing)
 
-            _write(f"=== {display_name(doc.source)}: {len(chunks)} chunks")
-            _write(terminal_view(doc.text, chunks))
-            continue
-        for c in chunks:
-            if args.jsonl:
-                _write(json.dumps(c.to_dict(), ensure_ascii=False))
-            else:
-                where = " > ".join(c.section_path) or "-"
-                pages = f" p.{c.page_start}-{c.page_end}" if c.page_start else ""
-                _write(f"--- {display_name(c.source)} [{c.start}:{c.end}] {c.tokens} tokens"
-                       f"{pages} | {display_name(where)}")
-                _write(c.text)
+
+def _read(item: Any) -> bytes:
+    from .discover import read_bounded
+
+    return item if isinstance(item, bytes) else read_bounded(item)
+
+
+def cmd_chunk(args: argparse.Namespace) -> int:
+    from .cli_progress import Progress
+    from .discover import ReadError
+
+    chunker = chunker_from(args)
+    docs, failed = _documents(args)
+    # a bar on a terminal only: `chunk` writes data, and a log line every few seconds in a
+    # pipeline's stderr would be noise (`ingest`, a long job, prints them)
+    bar = Progress("chunk", len(docs), sys.stderr) if sys.stderr.isatty() and not args.quiet \
+        else None
+    made = 0
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    try:
+        for done, (source, item) in enumerate(docs, 1):
+            try:
+                if color and not args.jsonl:  # the view shows the canonical text
+                    doc = chunker.parse_bytes(_read(item), source=source, format=args.format)
+                    text, chunks = doc.text, chunker.chunk_document(doc)
+                else:
+                    chunks = chunker.chunk_bytes(_read(item), source=source, format=args.format)
+            except (ChunkwiseError, ReadError) as e:
+                failed += 1
+                print(display_name(_one_line(e, source)), file=sys.stderr)
+                continue
+            made += len(chunks)
+            if bar is not None:
+                bar.update(files=done, chunks=made)
+            if color and not args.jsonl:
+                from .inspector import terminal_view
+
+                _write(f"=== {display_name(source)}: {len(chunks)} chunks")
+                _write(terminal_view(text, chunks))
+                continue
+            for c in chunks:
+                if args.jsonl:
+                    _write(json.dumps(c.to_dict(), ensure_ascii=False))
+                else:
+                    where = " > ".join(c.section_path) or "-"
+                    pages = f" p.{c.page_start}-{c.page_end}" if c.page_start else ""
+                    _write(f"--- {display_name(c.source)} [{c.start}:{c.end}] {c.tokens} tokens"
+                           f"{pages} | {display_name(where)}")
+                    _write(c.text)
+    finally:
+        if bar is not None:
+            bar.close()
     return 1 if failed else 0
 
 
-def cmd_text(args: argparse.Namespace) -> int:
-    from .api import parse_file
+def _parsed(args: argparse.Namespace) -> Iterator[tuple[str, Any, int]]:
+    """(source, ParsedDocument, how many documents) of every document of `args.paths` that
+    parses; the others are printed, one line each, and counted in `args.failed`."""
+    from .api import parse_bytes
+    from .discover import ReadError
 
-    doc = parse_file(args.path, format=args.format)
-    sys.stdout.write(doc.text)
-    return 0
+    docs, failed = _documents(args)
+    args.failed = failed
+    for source, item in docs:
+        try:
+            yield source, parse_bytes(_read(item), source=source, format=args.format), len(docs)
+        except (ChunkwiseError, ReadError) as e:
+            args.failed += 1
+            print(display_name(_one_line(e, source)), file=sys.stderr)
+
+
+def cmd_text(args: argparse.Namespace) -> int:
+    for source, doc, count in _parsed(args):
+        if count > 1:
+            sys.stdout.write(f"==> {display_name(source)} <==\n")
+        sys.stdout.write(doc.text)
+        if count > 1:
+            sys.stdout.write("\n")
+    return 1 if args.failed else 0
 
 
 def cmd_sections(args: argparse.Namespace) -> int:
-    from .api import parse_file
     from .structure import build_tree, walk
 
-    doc = parse_file(args.path, format=args.format)
-    for node, depth in walk(build_tree(doc)):
-        page_start, page_end = doc.pages_of(node.start, node.end)
-        row = {"start": node.start, "end": node.end, "level": node.level, "kind": node.kind,
-               "depth": depth, "section_path": list(node.path),
-               "page_start": page_start, "page_end": page_end}
-        if args.jsonl:
-            _write(json.dumps(row, ensure_ascii=False))
-        else:
-            _write(f"{'  ' * (depth - 1)}{node.kind} [{node.start}:{node.end}] "
-                   f"{' > '.join(node.path)}")
-    return 0
+    for source, doc, count in _parsed(args):
+        if count > 1 and not args.jsonl:
+            _write(f"==> {display_name(source)} <==")
+        for node, depth in walk(build_tree(doc)):
+            page_start, page_end = doc.pages_of(node.start, node.end)
+            row = {"source": source, "start": node.start, "end": node.end, "level": node.level,
+                   "kind": node.kind, "depth": depth, "section_path": list(node.path),
+                   "page_start": page_start, "page_end": page_end}
+            if args.jsonl:
+                _write(json.dumps(row, ensure_ascii=False))
+            else:
+                _write(f"{'  ' * (depth - 1)}{node.kind} [{node.start}:{node.end}] "
+                       f"{' > '.join(node.path)}")
+    return 1 if args.failed else 0
 
 
 def _one_line(e: BaseException, path: object = None) -> str:
@@ -174,6 +261,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         ap.print_help()
         return 2
+    fmt = getattr(args, "format", None)
+    if fmt is not None:  # bad usage: one line, not one per file
+        from chunkwise.parsers import MODULES
+
+        if fmt not in MODULES:
+            print(f"chunkwise: unknown --format {display_name(fmt)!r}; known: "
+                  f"{', '.join(sorted(MODULES))}", file=sys.stderr)
+            return 2
     try:
         return args.func(args)
     except ConfigError as e:

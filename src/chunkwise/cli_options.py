@@ -47,6 +47,22 @@ def chunk_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--format", default=None, help="force the input format instead of detecting it")
 
 
+def chunker_from(args: argparse.Namespace) -> Any:
+    """The Chunker the chunking options ask for; then, once they are accepted (an error in them
+    comes alone), the note that the strategy ignores structure, unless `--quiet`."""
+    import sys
+
+    from .api import Chunker
+    from .strategies.cli_options import structure_note
+
+    chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
+                      overlap=args.overlap, strategy=args.strategy)
+    note = structure_note(args.strategy)
+    if note and not getattr(args, "quiet", False):
+        print(note, file=sys.stderr)
+    return chunker
+
+
 def store_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store")
     g.add_argument("--db", default=None, metavar="DIR",

@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from typing import Any, TextIO
+from typing import Any
 
-from .cli_options import chunk_options, store_location, store_options
+from .cli_options import chunk_options, chunker_from, store_location, store_options
 from .errors import ConfigError
 from .textio import display_name
 
@@ -66,7 +65,10 @@ def register(subparsers: Any) -> None:
                         "default), cpu, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress on stderr (default: when stderr is a terminal)")
+                   help="progress on stderr: a bar on a terminal, else a line every 5 s "
+                        "(default: on; --no-progress: off)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress, notes or summary on stderr (errors still)")
     chunk_options(p)
     g = p.add_argument_group("Ray (pip install 'chunkwise[ray]')")
     g.add_argument("--ray", action="store_true",
@@ -132,42 +134,18 @@ def parse_size(text: str) -> int:
 
 
 # -- ingest ---------------------------------------------------------------------------------
-class ProgressLine:
-    """Renders `IngestProgress` on stderr: one rewritten line on a terminal, else a line every
-    few seconds."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.every = 0.2 if self.tty else 5.0
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, p: Any) -> None:
-        now = time.monotonic()
-        if now - self.last < self.every and p.files_done < p.files_total:
-            return
-        self.last = now
-        line = (f"ingest: {p.files_done}/{p.files_total} files, {p.chunks_written} chunks "
-                f"embedded, {p.rate:.1f} chunks/s")
-        self.stream.write(f"\r{line}\x1b[K" if self.tty else f"{line}\n")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from .api import Chunker
+    from .cli_progress import Progress
     from .pipeline import ingest
 
-    chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                      overlap=args.overlap, strategy=args.strategy)
-    show = args.progress if args.progress is not None else sys.stderr.isatty()
-    bar = ProgressLine(sys.stderr) if show else None
+    chunker = chunker_from(args)
+    show = args.progress if args.progress is not None else not args.quiet
+    bars: list[Progress] = []
+
+    def bar(p: Any) -> None:  # the pipeline's progress callback (`IngestProgress`)
+        if not bars:
+            bars.append(Progress("ingest", p.files_total, sys.stderr))
+        bars[0].update(files=p.files_done, chunks=p.chunks_written, rate=p.rate)
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be >= 1")
     if args.file_timeout <= 0:
@@ -189,14 +167,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     try:
         report = ingest(args.paths, chunker=chunker, format=args.format,
                         embedder=args.embedder, device=args.device, prune=args.prune,
-                        progress=bar,
+                        progress=bar if show else None,
                         root=args.root, workers=args.workers, wait=args.wait,
                         follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
                         max_file_size=parse_size(args.max_file_size),
                         file_timeout=args.file_timeout, on_wait=waiting, **store_location(args))
     finally:
-        if bar is not None:
-            bar.close()
+        for b in bars:
+            b.close()
     for source, reason in report.ignored:
         print(f"{display_name(source)}: skipped: {reason}", file=sys.stderr)
     for source, reason in report.failed:
@@ -209,7 +187,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
-    else:
+    elif not args.quiet:
         print(_summary(report))
     return 1 if report.failed else 0
 
@@ -219,6 +197,7 @@ def _summary(r: Any) -> str:
     text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
             f"failed"
             + (f", {len(r.ignored)} skipped" if r.ignored else "")
+            + (f", {r.unsupported} unsupported" if r.unsupported else "")
             + f"), {r.chunks} chunks: {r.written} written ({r.embedded} embedded, {r.reused} "
             f"reused), {r.updated} updated, {r.deleted} deleted")
     if r.pruned_files:
@@ -292,15 +271,37 @@ def cmd_query(args: argparse.Namespace) -> int:
         if h.page_start is not None:
             pages = (f" p.{h.page_start}" if h.page_start == h.page_end
                      else f" p.{h.page_start}-{h.page_end}")
-        print(f"{rank}. {display_name(h.source)}{pages}  [{h.distance:.3f}]  "
-              f"{display_name(where_in)}")
-        text = h.text if args.full else _clip(h.text, 300)
-        print("   " + text.replace("\n", "\n   "))
+        print(f"{rank}. {display_name(h.source)}{pages}  (distance {h.distance:.3f}, "
+              f"{h.space})  {display_name(where_in)}")
+        text = h.text if args.full else preview(h.text, 300, keep_lines=_is_code(h))
+        print("   " + "\n   ".join(display_name(line.expandtabs(4)) for line in text.split("\n")))
     if not hits:
         print("no results", file=sys.stderr)
     return 0
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+_CODE_KINDS = frozenset({"code", "function", "class", "method", "statement", "rows", "row",
+                         "table"})
+
+
+def _is_code(hit: Any) -> bool:
+    """Whether a hit's lines and indentation carry meaning (code, tables)."""
+    kinds = hit.metadata.get("kinds") or []
+    kinds = kinds.split(", ") if isinstance(kinds, str) else kinds
+    return hit.metadata.get("format") not in ("markdown", "html", "pdf", "text") \
+        or not _CODE_KINDS.isdisjoint(kinds)
+
+
+def preview(text: str, limit: int, *, keep_lines: bool = False) -> str:
+    """At most `limit` characters of `text` for a one-screen listing: prose with its
+    whitespace folded to single spaces; code and tables (`keep_lines`) line by line with their
+    indentation, cut after the last whole line that fits. Control characters are escaped
+    by the caller (`display_name`)."""
+    if not keep_lines:
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    text = text.strip("\n").expandtabs(4)
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return (text[:cut] if cut > 0 else text[:limit - 1]).rstrip() + "\n…"

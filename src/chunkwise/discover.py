@@ -195,7 +195,8 @@ class _Walker:
             elif self.known(entry.name):
                 self.file(path, explicit=False)
             else:
-                self.found.unsupported.append(relative_source(path, self.root) or entry.name)
+                self.found.unsupported.append(relative_source(path, self.root)
+                                              or source_name(path))
         for sub in subfolders:
             self.walk(sub)
 

@@ -43,6 +43,14 @@ from .tokenindex import SpanCounter, span_counter
 
 #: section kinds that only say where a section is, never what it holds (not in `kinds`)
 STRUCTURAL_KINDS = frozenset({"document", "section"})
+
+
+def held_kinds(seen: Iterable[str]) -> tuple[str, ...]:
+    """A chunk's `kinds` from the kinds of the sections it is in and holds, in order: the
+    structural ones dropped; what is left of a chunk in no content section at all (a heading
+    with nothing under it before the next one) is its heading."""
+    kinds = tuple(k for k in dict.fromkeys(seen) if k not in STRUCTURAL_KINDS)
+    return kinds or ("heading",)
 #: a unit estimated up to this share of the budget over is counted before it is split
 #: (estimates run high)
 NEAR_MISS = 1.25
@@ -434,8 +442,9 @@ class Fitter:
                 if alt is not None and self._fits(alt):
                     cand, j = alt, k
             if cand is not None:
-                run = [u.node for u in units[i:j]] if units[i].node is not None and j - i > 1 \
-                    else []
+                # a single unit is in the chain already, but its subtree (a heading
+                # section's code block or table) must be in `kinds` too
+                run = [u.node for u in units[i:j]] if units[i].node is not None else []
                 plan.append(("emit", self.frame.piece(cand, run)))
             i = j
         return plan, i
@@ -691,7 +700,7 @@ class _Tree:
     @staticmethod
     def _kinds(chain: tuple[Node, ...], run: list[Node]) -> tuple[str, ...]:
         """The kinds of the chain's sections, then of the run's subtrees in document order,
-        each once; structural kinds are dropped at the end (one test, not one per node)."""
+        each once (see `held_kinds`)."""
         seen = dict.fromkeys(node.kind for node in chain)
         todo = run[::-1]
         while todo:
@@ -699,9 +708,7 @@ class _Tree:
             seen[node.kind] = None
             if node.children:
                 todo += node.children[::-1]
-        for kind in STRUCTURAL_KINDS:
-            seen.pop(kind, None)
-        return tuple(seen)
+        return held_kinds(seen)
 
     def _estimate(self, root: Node) -> dict[int, int]:
         """Token estimate of every node: leaves counted once, parents summed."""

@@ -78,13 +78,13 @@ from .api import Chunker, parse_bytes, parse_file
 from .discover import discover, relative_source, resolve_root
 from .metadata import flatten_metadata
 from .textio import source_name
-from .errors import ConfigError, ParseError
+from .errors import ConfigError, MissingDependencyError, ParseError
 from .model import Chunk, ParsedDocument
 from .sizing import Sizer, get_sizer
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ChunkwiseEmbedding", "ChunkwiseNodeParser", "ChunkwiseReader"]
+__all__ = ["ChunkwiseEmbedding", "ChunkwiseNodeParser", "ChunkwiseReader", "vector_store"]
 
 #: the metadata key holding a node's chunk context: the one node key that is embedded
 CONTEXT_KEY = "context"
@@ -277,7 +277,8 @@ class ChunkwiseNodeParser(NodeParser):
                         self.max_tokens)
             plan.hide_document_metadata()
             reserve = plan.reserve(sizer)
-        reserve += _SEAM.get(self.tokenizer, _SEAM_DEFAULT)
+        if plan.shown:  # else the embed text is the chunk's own (see `_Plan.template`)
+            reserve += _SEAM.get(self.tokenizer, _SEAM_DEFAULT)
         chunker = _chunker_or_error(self.max_tokens - reserve, self,
                                     f"the metadata embedded with {plan.source}", self._chunker)
         nodes = [plan.node(i, c, self) for i, c in enumerate(chunker.chunk_document(parsed))]
@@ -348,6 +349,14 @@ class _Plan:
                    # nodes of a node point at its document, as the base class does
                    source_info=doc.source_node or doc.as_related_node_info(), page_label=page)
 
+    @property
+    def template(self) -> str:
+        """The nodes' metadata template. When only the chunk's context is embedded, `{value}`:
+        a node's embed text is then exactly the chunk's (`context + "\\n\\n" + text`), so
+        the LlamaIndex route makes the chunks and vectors `chunkwise ingest` makes; else the
+        document's (`{key}: {value}`), whose labels are paid for in the budget."""
+        return "{value}" if not self.shown else self.doc.metadata_template
+
     def hide_document_metadata(self) -> None:
         self.embed_hidden = list(dict.fromkeys([*self.embed_hidden, *sorted(self.shown)]))
         self.shown = set()
@@ -378,13 +387,13 @@ class _Plan:
     def _text_node(self, node_id: str, text: str, own: dict[str, Any], *, start: int | None,
                    end: int | None) -> TextNode:
         hidden_embed = [k for k in own if k != CONTEXT_KEY]
-        hidden_llm = [k for k in own if k not in _LLM_KEYS]
+        hidden_llm = [k for k in own if k not in (_LLM_KEYS if self.shown else {CONTEXT_KEY})]
         return TextNode(
             id_=node_id, text=text, start_char_idx=start, end_char_idx=end,
             metadata={**self.inherited, **own},
             excluded_embed_metadata_keys=list(dict.fromkeys([*self.embed_hidden, *hidden_embed])),
             excluded_llm_metadata_keys=list(dict.fromkeys([*self.llm_hidden, *hidden_llm])),
-            metadata_template=self.doc.metadata_template,
+            metadata_template=self.template,
             metadata_seperator=self.doc.metadata_separator,
             text_template=getattr(self.doc, "text_template", TextNode.model_fields[
                 "text_template"].default),
@@ -582,6 +591,36 @@ def _read_fs(fs: Any, path: str) -> bytes:
             return f.read()
     except OSError as e:
         raise ParseError(path, f"cannot read: {e.strerror or e}") from e
+
+
+# -- vector store ---------------------------------------------------------------------------
+def vector_store(path_or_client: str | os.PathLike | Any = "chunkwise-db",
+                 name: str = "chunkwise", *, embedder: Any = None) -> Any:
+    """A LlamaIndex `ChromaVectorStore` on the collection `name` of an embedded Chroma
+    database folder (or of a Chroma client), set up as `chunkwise ingest` sets one up: the
+    cosine space, the `chunkwise-minilm` embedding function recorded with it (so plain
+    chromadb `col.query(query_texts=...)` and `chunkwise query` work on it, offline) and the
+    model's identity (a collection of another model's vectors is refused). `embedder`: as
+    `chunkwise ingest --embedder` (default all-MiniLM-L6-v2, the model `ChunkwiseEmbedding`
+    runs).
+
+        >>> store = vector_store("chroma-db", "docs")
+        >>> index = VectorStoreIndex.from_vector_store(store, embed_model=ChunkwiseEmbedding())
+    """
+    try:
+        from llama_index.vector_stores.chroma import ChromaVectorStore
+    except ImportError as e:
+        raise MissingDependencyError("llama-index-vector-stores-chroma",
+                                     extra="llama-index") from e
+    from .chroma import Store, connect
+    from .embeddings import resolve_embedder
+
+    if isinstance(path_or_client, (str, os.PathLike)):
+        client = connect(db_path=path_or_client)
+    else:
+        client = connect(client=path_or_client)
+    store = Store(client, name, resolve_embedder(embedder), create=True)
+    return ChromaVectorStore(chroma_collection=store.collection)
 
 
 # -- embed model ----------------------------------------------------------------------------

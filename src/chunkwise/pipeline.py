@@ -88,6 +88,8 @@ class IngestReport:
     ignored: list[tuple[str, str]] = field(default_factory=list)
     """(name, reason) of entries not read at all: FIFOs, devices, symlinks out of the root,
     files over the size limit."""
+    unsupported: int = 0
+    """Files in the folders walked that no parser reads (unknown extensions), not listed."""
     repaired: int = 0
     """Stored records whose vectors were missing from the index at the start, re-embedded
     (see `chunkwise.health`)."""
@@ -112,6 +114,7 @@ class IngestReport:
             "pruned_files": self.pruned_files, "pruned_chunks": self.pruned_chunks,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "ignored": [{"source": s, "reason": r} for s, r in self.ignored],
+            "unsupported": self.unsupported,
             "repaired": self.repaired, "truncated": self.truncated, "window": self.window,
             "root": self.root,
             "workers": self.workers,
@@ -247,7 +250,9 @@ def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Mapping
             continue
         seen.add(chunk.id)
         meta = chunk_metadata(chunk, index=index, count=len(chunks),
-                              content_hash=content_hash, options=options)
+                              content_hash=content_hash, options=options,
+                              prev_id=chunks[index - 1].id if index else None,
+                              next_id=chunks[index + 1].id if index + 1 < len(chunks) else None)
         old = stored.get(chunk.id)
         if old is None:
             embed.append((chunk, meta))
@@ -884,6 +889,7 @@ def start_run(c: Any, paths: list[str] | None, collection: str, chunker: Any, em
     report.ignored.extend(found.skipped)
     if found.unsupported:
         log.warning("%s", unsupported_summary(found.unsupported))
+    report.unsupported = len(found.unsupported)
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
     states = store.summary(hashes)

@@ -158,6 +158,42 @@ def test_fixture_headings_paragraphs_and_nesting(fixture_doc: ParsedDocument) ->
     assert_nested(doc)
 
 
+def test_fixture_byline_is_not_a_heading_and_abstract_holds_one_paragraph(
+        fixture_doc: ParsedDocument) -> None:
+    doc = fixture_doc
+    heads = [s.path[-1] for s in doc.sections if s.kind == "section"]
+    assert not any("Your Name" in h or "2024" in h for h in heads), heads
+    abstract = next(s for s in doc.sections if s.kind == "section" and s.path[-1] == "Abstract")
+    assert doc.text[abstract.start:abstract.end].endswith("with Lorem Ipsum text.")
+    # the Lorem Ipsum of all three pages is the document's, not the abstract's
+    lorem = [s for s in doc.sections if s.kind == "paragraph" and s.start > abstract.end]
+    assert len(lorem) >= 8 and all(s.path == (doc.title,) for s in lorem)
+    assert doc.pages_of(lorem[-1].start, lorem[-1].end)[0] == 3
+    chunks = Chunker().chunk_document(doc)
+    assert all(c.kinds for c in chunks)
+    assert not any("Abstract" in c.section_path for c in chunks if c.page_start > 1)
+
+
+def test_title_block_lines_are_not_headings() -> None:
+    pages = [[
+        (150, 740, 20, "F1", "On Chunking Documents"),
+        (260, 710, 13, "F1", "Ada Lovelace"),
+        (250, 690, 13, "F1", "March 1, 2025"),
+        (72, 650, 15, "F1", "1 Introduction"),
+        body(630, "Chunking is the art of cutting text where it breaks naturally."),
+        (72, 600, 13, "F1", "1.1 Scope"),
+        body(580, "This note covers documents with fonts but no outline at all."),
+    ]]
+    doc = parse(make_pdf(pages))
+    heads = {s.path[-1]: s.path for s in doc.sections if s.kind == "section"}
+    assert "Ada Lovelace" not in heads and "March 1, 2025" not in heads
+    # the same 13-point size heads a subsection later on: it stays a heading there
+    assert heads["1.1 Scope"] == ("On Chunking Documents", "1 Introduction", "1.1 Scope")
+    byline = next(s for s in doc.sections if s.kind == "paragraph"
+                  and doc.text[s.start:s.end].startswith("Ada Lovelace"))
+    assert byline.path == ("On Chunking Documents",)
+
+
 def test_fixture_chunk_pages_match_pypdf(fixture_doc: ParsedDocument) -> None:
     chunks = Chunker(max_tokens=128).chunk_document(fixture_doc)
     assert {c.page_start for c in chunks} == {1, 2, 3}

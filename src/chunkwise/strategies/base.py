@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Sequence
 
-from ..fitter import (STRUCTURAL_KINDS, Budget, Candidate, Contexts, Fitter, Piece, Policy, Unit,
+from ..fitter import (Budget, Candidate, Contexts, Fitter, Piece, Policy, Unit, held_kinds,
                       lead_context, merge_meta)
 from ..model import ParsedDocument
 from ..sizing import Sizer
@@ -67,14 +67,10 @@ class SectionIndex:
         lo = max(0, bisect_right(self.starts, cand.start) - 1)
         hi = max(lo + 1, bisect_left(self.starts, cand.end))
         chains = self.chains[lo:hi]
-        kinds: dict[str, None] = {}
-        for chain in chains:
-            for node in chain:
-                if node.kind not in STRUCTURAL_KINDS:
-                    kinds[node.kind] = None
+        kinds = held_kinds(node.kind for chain in chains for node in chain)
         meta = merge_meta(chains[0], [chain[-1] for chain in chains[1:]])
         return Piece(cand.start, cand.end, cand.context, cand.tokens, chains[0][-1],
-                     tuple(kinds), meta)
+                     kinds, meta)
 
 
 def pack_span(index: SectionIndex, levels: Sequence[Splitter], a: int, b: int) -> list[Piece]:
