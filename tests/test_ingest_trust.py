@@ -26,7 +26,7 @@ from chunkwise.locking import LockedError, WriteLock
 from chunkwise.pipeline import ingest
 
 from conftest import FIXTURES, ChromaServer, free_port
-from test_corpus_ingest import HASH
+from hashembed import HASH
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "chunkwise.cli"]
@@ -52,7 +52,7 @@ MEASURE = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:])
 def cli(*args: str, cwd: Path, timeout: float = 300,
         measure: bool = False) -> subprocess.CompletedProcess:
     """The CLI in a fresh process, with `hashvec:HASH` importable as an embedder."""
-    (cwd / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    (cwd / "hashvec.py").write_text("from hashembed import HASH\n")
     path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), str(cwd)])
     env = {**os.environ, "PYTHONPATH": path}
     command = [sys.executable, "-c", MEASURE, *CLI] if measure else CLI
@@ -144,7 +144,7 @@ def test_a_second_writer_waits_then_fails_with_one_line(docs, tmp_path):
 
 
 def _concurrent_trial(docs: Path, db: Path, cwd: Path, delay: float) -> None:
-    (cwd / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    (cwd / "hashvec.py").write_text("from hashembed import HASH\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"),
                                                         str(cwd)])}
     args = [*CLI, "ingest", str(docs), "--db", str(db), "--wait", "120", *HASH_SPEC]
@@ -368,7 +368,7 @@ def test_a_file_that_kills_its_worker_fails_alone(docs, tmp_path):
 def test_workers_from_a_program_on_stdin_parse_in_process(docs, tmp_path):
     program = (f"import sys; sys.path[:0] = {[str(ROOT / 'src'), str(ROOT / 'tests')]!r}\n"
                "from chunkwise.pipeline import ingest\n"
-               "from test_corpus_ingest import HASH\n"
+               "from hashembed import HASH\n"
                f"r = ingest([{str(docs)!r}], db_path={str(tmp_path / 'db')!r}, embedder=HASH, "
                "workers=2)\n"
                "print(r.files, len(r.failed))\n")
@@ -473,7 +473,7 @@ def test_two_concurrent_ingests_into_one_server_converge(docs, tmp_path):
     server = ChromaServer(tmp_path / "srv", free_port())
     server.start()
     try:
-        (tmp_path / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+        (tmp_path / "hashvec.py").write_text("from hashembed import HASH\n")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(ROOT / "src"), str(ROOT / "tests"), str(tmp_path)])}
         args = [*CLI, "ingest", str(docs), "--host", "127.0.0.1", "--port", str(server.port),
