@@ -23,7 +23,7 @@ from chunkwise.chroma import StoreError, iter_collection
 from chunkwise.discover import discover
 from chunkwise.errors import ConfigError
 from chunkwise.locking import LockedError, WriteLock
-from chunkwise.pipeline import ingest
+from chunkwise.pipeline import IngestOptions, ingest
 
 from conftest import FIXTURES, ChromaServer, free_port
 from hashembed import HASH
@@ -487,3 +487,19 @@ def test_two_concurrent_ingests_into_one_server_converge(docs, tmp_path):
         assert got == want
     finally:
         server.stop()
+
+
+def test_options_as_one_object_or_as_keywords_make_the_same_run(docs, tmp_path):
+    """`IngestOptions` is what both runners take: one object, keywords, or both (keywords
+    win); a misspelt option is refused like any unknown keyword argument."""
+    opts = IngestOptions(embedder=HASH, max_tokens=64)
+    one = ingest([docs], opts, db_path=tmp_path / "one")
+    kw = ingest([docs], db_path=tmp_path / "kw", embedder=HASH, max_tokens=64)
+    assert one.chunks > one.files > 0 and not one.failed
+    assert records(tmp_path / "one") == records(tmp_path / "kw")
+    assert (one.files, one.chunks, one.written) == (kw.files, kw.chunks, kw.written)
+    again = ingest([docs], opts, db_path=tmp_path / "one", max_tokens=256)
+    assert again.changed == again.files == one.files  # the keyword's budget, not the object's
+    assert again.chunks < one.chunks
+    with pytest.raises(TypeError, match="embeder"):
+        ingest([docs], db_path=tmp_path / "x", embeder=HASH)
