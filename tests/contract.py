@@ -5,13 +5,7 @@ from __future__ import annotations
 from chunkwise.api import Chunker, parse_bytes
 from chunkwise.structure import build_tree, walk
 
-
-def _strip(text: str, a: int, b: int) -> tuple[int, int]:
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
+from lines import trimmed
 
 
 def check_contract(data: bytes, source: str, chunker: Chunker, fmt: str | None = None) -> list:
@@ -38,10 +32,10 @@ def check_contract(data: bytes, source: str, chunker: Chunker, fmt: str | None =
     lost = [i for i, ch in enumerate(text) if not covered[i] and not ch.isspace()]
     assert not lost, f"3: {len(lost)} characters lost, first at {lost[0]}"
     if chunker.overlap == 0:
-        spans = [_strip(text, n.start, n.end) for n, _ in walk(build_tree(doc))]
+        spans = [trimmed(text, n.start, n.end) for n, _ in walk(build_tree(doc))]
         spans = [(a, b) for a, b in spans if b > a]
         for c in chunks:
-            cs, ce = _strip(text, c.start, c.end)
+            cs, ce = trimmed(text, c.start, c.end)
             for a, b in spans:
                 straddles = a < ce and b > cs and not (a <= cs and ce <= b) and not (
                     cs <= a and b <= ce)

@@ -14,7 +14,7 @@ import sys
 import tokenize
 from dataclasses import dataclass, field
 
-from lines import LineIndex
+from lines import LineIndex, trimmed
 
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -124,8 +124,8 @@ class Report:
 
 def check(text: str, chunks, count, budget: int, report: Report, source: str = "") -> None:
     """Check the chunks of one Python text (`count`: the chunker's token counter)."""
-    starts = sorted(_trimmed(text, c.start, c.end)[0] for c in chunks)
-    ends = sorted(_trimmed(text, c.start, c.end)[1] for c in chunks)
+    starts = sorted(trimmed(text, c.start, c.end)[0] for c in chunks)
+    ends = sorted(trimmed(text, c.start, c.end)[1] for c in chunks)
     for h in headers(text):
         report.headers += 1
         holder = next((c for c in chunks if c.start <= h.start < c.end), None)
@@ -139,7 +139,7 @@ def check(text: str, chunks, count, budget: int, report: Report, source: str = "
             report.too_long += 1
             bounds = [h.start, *h.parts, h.end]
             for x in cuts:  # inside a part: only one too long alone
-                if _trimmed(text, x, h.end)[0] in h.parts:  # (a chunk ends before a part)
+                if trimmed(text, x, h.end)[0] in h.parts:  # (a chunk ends before a part)
                     continue
                 k = max(i for i, p in enumerate(bounds) if p < x)
                 piece = next(c for c in chunks if c.start <= x <= c.end)
@@ -155,7 +155,7 @@ def check(text: str, chunks, count, budget: int, report: Report, source: str = "
             # the first chunk holds the header and the start of the body (the first line
             # after the colon, when the header and that line fit together; comment lines
             # there go with the line of code after them)
-            after = _trimmed(text, h.end, h.def_end)[0]
+            after = trimmed(text, h.end, h.def_end)[0]
             stop = after
             while True:
                 stop = text.find("\n", stop) % (len(text) + 1)
@@ -169,12 +169,6 @@ def check(text: str, chunks, count, budget: int, report: Report, source: str = "
                 report.first_piece.append(where)
 
 
-def _trimmed(text: str, a: int, b: int) -> tuple[int, int]:
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
 
 
 def main(argv: list[str]) -> int:

@@ -1,9 +1,19 @@
 """Line numbers <-> `str` offsets, computed independently of the package (tests check
-chunkwise's own line numbers and parsers' offsets against it)."""
+chunkwise's own line numbers and parsers' offsets against it), and spans without their
+white space."""
 
 from __future__ import annotations
 
 from bisect import bisect_right
+
+
+def trimmed(text: str, a: int, b: int) -> tuple[int, int]:
+    """The span `text[a:b]` without the white space at either end (empty: `(b, b)`)."""
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
 
 
 class LineIndex:

@@ -8,35 +8,21 @@ and test_query_sanity.py run the real model). Skipped without ../shared/corpus.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from chunkwise.api import Chunker
 from chunkwise.chroma import iter_collection
 from chunkwise.discover import discover
 from chunkwise.pipeline import ingest
-from chunkwise.embeddings import Embedder
 
 from conftest import CORPUS
+from hashembed import HASH
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
-
-
-def hash_vectors(texts) -> np.ndarray:
-    """Deterministic 16-d unit vectors from a hash of each text."""
-    raw = [np.frombuffer(hashlib.blake2b(t.encode("utf-8", "surrogatepass"),
-                                         digest_size=64).digest(), dtype=np.uint32)[:16]
-           for t in texts]
-    out = np.asarray(raw, dtype=np.float32).reshape(len(texts), 16) + 1.0
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-HASH = Embedder(identity="test:blake2b-16", embed=hash_vectors)
 
 
 def sources_in(db: Path) -> Counter:

@@ -23,10 +23,10 @@ from chunkwise.chroma import StoreError, iter_collection
 from chunkwise.discover import discover
 from chunkwise.errors import ConfigError
 from chunkwise.locking import LockedError, WriteLock
-from chunkwise.pipeline import ingest
+from chunkwise.pipeline import IngestOptions, ingest
 
 from conftest import FIXTURES, ChromaServer, free_port
-from test_corpus_ingest import HASH
+from hashembed import HASH
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "chunkwise.cli"]
@@ -52,7 +52,7 @@ MEASURE = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:])
 def cli(*args: str, cwd: Path, timeout: float = 300,
         measure: bool = False) -> subprocess.CompletedProcess:
     """The CLI in a fresh process, with `hashvec:HASH` importable as an embedder."""
-    (cwd / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    (cwd / "hashvec.py").write_text("from hashembed import HASH\n")
     path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"), str(cwd)])
     env = {**os.environ, "PYTHONPATH": path}
     command = [sys.executable, "-c", MEASURE, *CLI] if measure else CLI
@@ -144,7 +144,7 @@ def test_a_second_writer_waits_then_fails_with_one_line(docs, tmp_path):
 
 
 def _concurrent_trial(docs: Path, db: Path, cwd: Path, delay: float) -> None:
-    (cwd / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    (cwd / "hashvec.py").write_text("from hashembed import HASH\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests"),
                                                         str(cwd)])}
     args = [*CLI, "ingest", str(docs), "--db", str(db), "--wait", "120", *HASH_SPEC]
@@ -368,7 +368,7 @@ def test_a_file_that_kills_its_worker_fails_alone(docs, tmp_path):
 def test_workers_from_a_program_on_stdin_parse_in_process(docs, tmp_path):
     program = (f"import sys; sys.path[:0] = {[str(ROOT / 'src'), str(ROOT / 'tests')]!r}\n"
                "from chunkwise.pipeline import ingest\n"
-               "from test_corpus_ingest import HASH\n"
+               "from hashembed import HASH\n"
                f"r = ingest([{str(docs)!r}], db_path={str(tmp_path / 'db')!r}, embedder=HASH, "
                "workers=2)\n"
                "print(r.files, len(r.failed))\n")
@@ -473,7 +473,7 @@ def test_two_concurrent_ingests_into_one_server_converge(docs, tmp_path):
     server = ChromaServer(tmp_path / "srv", free_port())
     server.start()
     try:
-        (tmp_path / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+        (tmp_path / "hashvec.py").write_text("from hashembed import HASH\n")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(ROOT / "src"), str(ROOT / "tests"), str(tmp_path)])}
         args = [*CLI, "ingest", str(docs), "--host", "127.0.0.1", "--port", str(server.port),
@@ -487,3 +487,19 @@ def test_two_concurrent_ingests_into_one_server_converge(docs, tmp_path):
         assert got == want
     finally:
         server.stop()
+
+
+def test_options_as_one_object_or_as_keywords_make_the_same_run(docs, tmp_path):
+    """`IngestOptions` is what both runners take: one object, keywords, or both (keywords
+    win); a misspelt option is refused like any unknown keyword argument."""
+    opts = IngestOptions(embedder=HASH, max_tokens=64)
+    one = ingest([docs], opts, db_path=tmp_path / "one")
+    kw = ingest([docs], db_path=tmp_path / "kw", embedder=HASH, max_tokens=64)
+    assert one.chunks > one.files > 0 and not one.failed
+    assert records(tmp_path / "one") == records(tmp_path / "kw")
+    assert (one.files, one.chunks, one.written) == (kw.files, kw.chunks, kw.written)
+    again = ingest([docs], opts, db_path=tmp_path / "one", max_tokens=256)
+    assert again.changed == again.files == one.files  # the keyword's budget, not the object's
+    assert again.chunks < one.chunks
+    with pytest.raises(TypeError, match="embeder"):
+        ingest([docs], db_path=tmp_path / "x", embeder=HASH)

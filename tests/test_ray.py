@@ -3,8 +3,8 @@
 A local Ray (2 CPUs), writing to an embedded database and to a real `chroma run` on
 127.0.0.1; the same folder ingested by the local runner into an embedded database must give
 the same ids, documents and metadata, and vectors within 1e-6, run after run (unchanged,
-edited, pruned). Vectors come from a hash embedder where they do not matter (the one of
-test_corpus_ingest), from the real model in one test. Skipped when Ray is not installed
+edited, pruned). Vectors come from a hash embedder where they do not matter
+(tests/hashembed.py), from the real model in one test. Skipped when Ray is not installed
 (`pip install 'chunkwise[ray]'`); the shared corpus test is skipped without ../shared/corpus.
 """
 
@@ -30,7 +30,7 @@ from chunkwise.pipeline import ingest
 
 from conftest import CORPUS, FIXTURES, ChromaServer, free_port
 from test_chroma import corpus, make_bulk, write_topic  # noqa: F401 - a fixture
-from test_corpus_ingest import HASH, hash_vectors
+from hashembed import HASH, hash_vectors
 
 ray = pytest.importorskip("ray")
 from chunkwise.ray import ingest as ray_ingest  # noqa: E402

@@ -41,7 +41,9 @@ class EmbeddingProcess:
     def __init__(self, spec: str, *, device: str = "auto") -> None:
         self.spec, self.device = spec, device
         self.process: Any = None
-        self._overflowing = 0
+        # the texts of the last `embed` and how many of them overflowed, counted by the child
+        # in the same round trip (the pipeline asks for that count right after embedding)
+        self._last: tuple[list[str], int] = ([], 0)
 
     def _start(self) -> None:
         """Started at the first request: a run with nothing to embed starts nothing."""
@@ -71,12 +73,18 @@ class EmbeddingProcess:
         return value
 
     def embed(self, texts: Sequence[str]) -> Any:
-        vectors, self._overflowing = self._ask(("embed", list(texts)))
+        texts = list(texts)
+        vectors, over = self._ask(("embed", texts))
+        self._last = (texts, over)
         return vectors
 
     def overflowing(self, texts: Sequence[str]) -> int:
-        """How many texts of the last `embed` exceeded the model's window (counted there)."""
-        return self._overflowing
+        """How many of `texts` exceed the model's window: counted with the last `embed` when
+        these are its texts (no second round trip), else asked of the process."""
+        last, over = self._last
+        if list(texts) == last:
+            return over
+        return self._ask(("overflowing", list(texts)))
 
     def load(self) -> Any:
         return self._ask(("load", None))
@@ -129,6 +137,8 @@ def serve(conn: Any, spec: str, device: str) -> None:
                 raise embedder
             if kind == "load":
                 value: Any = embedder.load() if embedder.load is not None else None
+            elif kind == "overflowing":
+                value = embedder.overflowing(texts) if embedder.overflowing is not None else 0
             else:
                 vectors = embedder.embed(texts)
                 over = embedder.overflowing(texts) if embedder.overflowing is not None else 0

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -749,20 +749,87 @@ def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | No
 
 
 # -- the API --------------------------------------------------------------------------------
-def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
-           db_path: str | os.PathLike | None = None, host: str | None = None,
-           port: int | None = None, collection: str = DEFAULT_COLLECTION,
-           max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
-           format: str | None = None, chunker: Any = None, embedder: Any = None,
-           device: str = "auto", prune: bool = False, root: str | os.PathLike | None = None,
-           workers: int | None = None, follow_symlinks: bool = False,
-           max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-           file_timeout: float | None = DEFAULT_FILE_TIMEOUT, wait: float = DEFAULT_WAIT,
-           timeout: float | None = DEFAULT_TIMEOUT, rebuild: bool = False,
-           progress: Callable[[IngestProgress], None] | None = None,
-           on_wait: Callable[[str], None] | None = None,
-           retry_delays: Sequence[float] = RETRY_DELAYS) -> IngestReport:
-    """Chunk, embed and write files (folders are walked) into a Chroma collection.
+@dataclass(frozen=True)
+class IngestOptions:
+    """The options of an ingest run, the same for every runner: `ingest` here and
+    `chunkwise.ray.ingest` take them as keyword arguments, or as one `IngestOptions`
+    (keywords given as well override its fields).
+
+    - store: a Chroma `client`, a server at `host`/`port`, or an embedded database at
+      `db_path` (default `chunkwise-db`), locked for the run: another writer is waited for
+      up to `wait` seconds (`on_wait` is told who holds it); `collection`; `timeout` and
+      `retry_delays` bound the requests to the store.
+    - chunking: `chunker`, or one built from `max_tokens`, `tokenizer` and `overlap`;
+      `format` reads every file as that format.
+    - embedding: `embedder` (a spec or an object; default `minilm`), on `device` (`auto`: a
+      GPU when there is one; the minilm embedder only).
+    - files: documents are named by their path relative to `root` (default: the folder
+      given, or the collection's recorded root); `prune` deletes the documents under the
+      paths given whose files are gone; `follow_symlinks`; `max_file_size` (bytes) and
+      `file_timeout` (seconds of parsing and chunking) bound each file.
+    - the run: `workers` parse and chunk (local: processes, default one per core; Ray: the
+      tasks at once); `rebuild` empties the collection first; `progress` is called as files
+      are done.
+    """
+
+    client: Any = None
+    db_path: str | os.PathLike | None = None
+    host: str | None = None
+    port: int | None = None
+    collection: str = DEFAULT_COLLECTION
+    max_tokens: int = 256
+    tokenizer: str = "minilm"
+    overlap: int = 0
+    format: str | None = None
+    chunker: Any = None
+    embedder: Any = None
+    device: str = "auto"
+    prune: bool = False
+    root: str | os.PathLike | None = None
+    workers: int | None = None
+    follow_symlinks: bool = False
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT
+    wait: float = DEFAULT_WAIT
+    timeout: float | None = DEFAULT_TIMEOUT
+    rebuild: bool = False
+    progress: Callable[[IngestProgress], None] | None = None
+    on_wait: Callable[[str], None] | None = None
+    retry_delays: Sequence[float] = RETRY_DELAYS
+
+    @classmethod
+    def of(cls, options: IngestOptions | None, given: Mapping[str, Any]) -> IngestOptions:
+        """`options` (default: all defaults) with the keyword arguments `given` over it; a
+        name that is not an option is a `TypeError`, as for any function."""
+        return replace(options if options is not None else cls(), **given)
+
+    def make_chunker(self) -> Any:
+        """`chunker`, or the one `max_tokens`, `tokenizer` and `overlap` describe."""
+        from .api import Chunker
+
+        return self.chunker or Chunker(max_tokens=self.max_tokens, tokenizer=self.tokenizer,
+                                       overlap=self.overlap)
+
+    def open_store(self) -> Any:
+        """`open_for_writing` with these options: a context manager giving the client."""
+        return open_for_writing(client=self.client, db_path=self.db_path, host=self.host,
+                                port=self.port, wait=self.wait, on_wait=self.on_wait,
+                                retry_delays=self.retry_delays, timeout=self.timeout)
+
+    def start(self, c: Any, paths: list[str] | None, chunker: Any, emb: Any, *, workers: int,
+              hashes: set[str] | None = None) -> Run:
+        """`start_run` with these options."""
+        return start_run(c, paths, self.collection, chunker, emb, self.format,
+                         prune=self.prune, root=self.root, workers=workers,
+                         follow_symlinks=self.follow_symlinks,
+                         max_file_size=self.max_file_size, file_timeout=self.file_timeout,
+                         rebuild=self.rebuild, retry_delays=self.retry_delays, hashes=hashes)
+
+
+def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = None, /,
+           **kwargs: Any) -> IngestReport:
+    """Chunk, embed and write files (folders are walked) into a Chroma collection; the
+    options are `IngestOptions`' (keyword arguments, or one `IngestOptions`).
 
     Documents are named by their path relative to `root` (default: the folder given, or the
     collection's recorded root). Unchanged files are skipped; changed files replace their
@@ -777,22 +844,19 @@ def ingest(paths: Iterable[str | os.PathLike], *, client: Any = None,
     was built from another root; `LockedError` when another process keeps writing;
     `ConfigError` for invalid options.
     """
-    from .api import Chunker
     from .embeddings import resolve_embedder
 
     t_start = time.perf_counter()
+    opts = IngestOptions.of(options, kwargs)
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise ConfigError("no paths to ingest")
-    workers = _check_workers(workers)
-    check_limits(max_file_size, file_timeout)
-    chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
-    emb = resolve_embedder(embedder, device=device)
-    with open_for_writing(client=client, db_path=db_path, host=host, port=port, wait=wait,
-                          on_wait=on_wait, retry_delays=retry_delays, timeout=timeout) as c:
-        return _ingest_locked(c, paths, collection, chunker, emb, format, prune, root, workers,
-                              follow_symlinks, max_file_size, file_timeout, rebuild, progress,
-                              retry_delays, t_start, device)
+    workers = _check_workers(opts.workers)
+    check_limits(opts.max_file_size, opts.file_timeout)
+    chunker = opts.make_chunker()
+    emb = resolve_embedder(opts.embedder, device=opts.device)
+    with opts.open_store() as c:
+        return _ingest_locked(c, paths, opts, chunker, emb, workers, t_start)
 
 
 @contextmanager
@@ -898,21 +962,15 @@ def start_run(c: Any, paths: list[str] | None, collection: str, chunker: Any, em
     return Run(store, found, states, report, opts, time.perf_counter() - t0)
 
 
-def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb: Any,
-                   fmt: str | None, prune: bool, root: Any, workers: int,
-                   follow_symlinks: bool, max_file_size: int, file_timeout: float | None,
-                   rebuild: bool, progress: Any, retry_delays: Sequence[float],
-                   t_start: float, device: str = "auto") -> IngestReport:
-    run = start_run(c, paths, collection, chunker, emb, fmt, prune=prune, root=root,
-                    workers=workers, follow_symlinks=follow_symlinks,
-                    max_file_size=max_file_size, file_timeout=file_timeout, rebuild=rebuild,
-                    retry_delays=retry_delays)
+def _ingest_locked(c: Any, paths: list[str], opts: IngestOptions, chunker: Any, emb: Any,
+                   workers: int, t_start: float) -> IngestReport:
+    run = opts.start(c, paths, chunker, emb, workers=workers)
     # an empty collection at the start has nothing to lend: only this run's vectors
     fresh = not run.states and run.store.count() == 0
     planner = Planner(run.store, run.report, run.states, run.opts.options,
-                      len(run.found.files), progress, fresh=fresh)
+                      len(run.found.files), opts.progress, fresh=fresh)
     # With worker processes, the model gets a process of its own too (see embedding_process)
-    away = EmbeddingProcess(emb.spec, device=device) if (
+    away = EmbeddingProcess(emb.spec, device=opts.device) if (
         workers > 1 and emb.spec is not None and not emb.local_only and _can_spawn()) else None
     runner = _Runner(planner, away.embedder(emb) if away else emb)
     try:
@@ -923,7 +981,7 @@ def _ingest_locked(c: Any, paths: list[str], collection: str, chunker: Any, emb:
         runner.close()
         if away is not None:
             away.close()
-    if prune:
+    if opts.prune:
         prune_gone(run)
     run.report.seconds = planner.seconds(run.discover_seconds, runner.thread.busy,
                                          runner.thread.idle, t_start)

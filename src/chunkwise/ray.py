@@ -46,18 +46,15 @@ import logging
 import os
 import pickle
 import time
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from .chroma import DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS
-from .discover import DEFAULT_MAX_FILE_SIZE, FileTask
+from .discover import FileTask
 from .errors import ChunkwiseError, ConfigError, MissingDependencyError
-from .locking import DEFAULT_WAIT
-from .pipeline import (DEFAULT_FILE_TIMEOUT, EMBED_WINDOW, FilePlan, IngestProgress,
-                       IngestReport, Planner, Prepared, Run, VectorMemo, WriteThread,
-                       check_limits, open_for_writing, picklable, prepare, prepare_bytes,
-                       prune_gone, start_run)
+from .pipeline import (EMBED_WINDOW, FilePlan, IngestOptions, IngestReport, Planner, Prepared,
+                       Run, VectorMemo, WriteThread, check_limits, picklable, prepare,
+                       prepare_bytes, prune_gone)
 
 log = logging.getLogger(__name__)
 
@@ -67,23 +64,13 @@ DEFAULT_BATCH_SIZE = 16
 PREPARE_MAX_CALLS = 256
 
 
-def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any = None,
-           db_path: str | os.PathLike | None = None, host: str | None = None,
-           port: int | None = None, collection: str = DEFAULT_COLLECTION,
-           max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
-           format: str | None = None, chunker: Any = None, embedder: Any = None,
-           device: str = "auto", prune: bool = False, root: str | os.PathLike | None = None,
-           workers: int | None = None, follow_symlinks: bool = False,
-           max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-           file_timeout: float | None = DEFAULT_FILE_TIMEOUT, wait: float = DEFAULT_WAIT,
-           timeout: float | None = DEFAULT_TIMEOUT, rebuild: bool = False,
-           progress: Callable[[IngestProgress], None] | None = None,
-           on_wait: Callable[[str], None] | None = None,
-           retry_delays: Sequence[float] = RETRY_DELAYS, ray_address: str | None = None,
+def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any,
+           options: IngestOptions | None = None, /, *, ray_address: str | None = None,
            num_cpus: int | None = None, embed_actors: int | None = None,
-           batch_size: int = DEFAULT_BATCH_SIZE) -> IngestReport:
+           batch_size: int = DEFAULT_BATCH_SIZE, **kwargs: Any) -> IngestReport:
     """`chunkwise.pipeline.ingest` on a Ray cluster, into the same store: the same
-    documents, ids, metadata and vectors, the same incremental semantics, the same report.
+    documents, ids, metadata and vectors, the same incremental semantics, the same report,
+    the same options (`IngestOptions`, as keyword arguments or one object), and these.
 
     `paths_or_dataset` is a list of files and folders (discovered by the driver), or a
     `ray.data.Dataset` with a `source` column (the document's name, relative to `root`,
@@ -107,19 +94,20 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any =
     `StoreError` and `LockedError` as `pipeline.ingest` does, `MissingDependencyError`
     without Ray, and `ChunkwiseError` when the cluster fails.
     """
-    from .api import Chunker
     from .embeddings import resolve_embedder
 
     t_start = time.perf_counter()
+    opts = IngestOptions.of(options, kwargs)
     if not available():
         raise MissingDependencyError("ray[data]", "ray")
     dataset = paths_or_dataset if _is_dataset(paths_or_dataset) else None
     paths = None if dataset is not None else [os.fspath(p) for p in paths_or_dataset]
     if paths is not None and not paths:
         raise ConfigError("no paths to ingest")
-    if dataset is not None and root is None:
+    if dataset is not None and opts.root is None:
         raise ConfigError("a dataset's sources are relative to a root: give root= (the "
                           "folder they are named from)")
+    workers = opts.workers
     for name, value in (("workers", workers), ("embed_actors", embed_actors),
                         ("num_cpus", num_cpus), ("batch_size", batch_size)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -127,31 +115,28 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any, *, client: Any =
             raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     if ray_address is not None and num_cpus is not None:
         raise ConfigError("num_cpus sizes a local Ray; a cluster (ray_address) has its own")
-    check_limits(max_file_size, file_timeout)
-    chunker = chunker or Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap)
+    check_limits(opts.max_file_size, opts.file_timeout)
+    chunker = opts.make_chunker()
     if not picklable(chunker):
         raise ConfigError("these chunking options cannot be sent to Ray workers (an object "
                           "that does not pickle); give them by name")
-    emb = resolve_embedder(embedder, device=device)
+    emb = resolve_embedder(opts.embedder, device=opts.device)
     for_actors = emb.spec if emb.spec is not None else emb
-    with open_for_writing(client=client, db_path=db_path, host=host, port=port, wait=wait,
-                          on_wait=on_wait, retry_delays=retry_delays, timeout=timeout) as c:
+    with opts.open_store() as c:
         hashes: set[str] = set()
-        run = start_run(c, paths, collection, chunker, emb, format, prune=prune, root=root,
-                        workers=workers or 1, follow_symlinks=follow_symlinks,
-                        max_file_size=max_file_size, file_timeout=file_timeout,
-                        rebuild=rebuild, retry_delays=retry_delays, hashes=hashes)
+        run = opts.start(c, paths, chunker, emb, workers=workers or 1, hashes=hashes)
         planner = Planner(run.store, run.report, run.states, run.opts.options,
-                          len(run.found.files), progress)
+                          len(run.found.files), opts.progress)
         timing = {"embed": 0.0, "embed_idle": 0.0}
         if dataset is not None or run.found.files:
             with _ray_session(ray_address, num_cpus) as ray:
                 _check_sendable(ray, for_actors)
                 run.report.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-                rows = _results(ray, run, dataset, for_actors, device, _known_prefixes(hashes),
-                                workers=workers, actors=embed_actors, batch_size=batch_size)
+                rows = _results(ray, run, dataset, for_actors, opts.device,
+                                _known_prefixes(hashes), workers=workers, actors=embed_actors,
+                                batch_size=batch_size)
                 _consume(rows, run, planner, emb, timing, listed=dataset is None)
-        if prune:
+        if opts.prune:
             prune_gone(run)
     run.report.seconds = planner.seconds(run.discover_seconds, timing["embed"],
                                          timing["embed_idle"], t_start)

@@ -11,9 +11,9 @@ every 0.2 s from /proc.
         [--configs serial,workers2,ray,ray-server] [--embedder minilm|hash] [--device cpu|cuda|auto]
         [--runs 1] [--copies 1] [--json OUT.json]
 
-`--embedder hash` measures the pipeline without the model (a hash of each text; the store
-and the chunker are real). `--copies 3` ingests three copies of the folders (to see whether
-memory grows with the corpus). Figures are medians over `--runs`.
+`--embedder hash` measures the pipeline without the model (tests/hashembed.py: a hash of
+each text; the store and the chunker are real). `--copies 3` ingests three copies of the
+folders (to see whether memory grows with the corpus). Figures are medians over `--runs`.
 """
 
 from __future__ import annotations
@@ -32,22 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HASH_MODULE = '''
-import hashlib
-import numpy as np
-from chunkwise.embeddings import Embedder
-
-
-def _vectors(texts):
-    raw = [np.frombuffer(hashlib.blake2b(t.encode("utf-8", "surrogatepass"),
-                                         digest_size=64).digest(), dtype=np.uint32)[:16]
-           for t in texts]
-    out = np.asarray(raw, dtype=np.float32).reshape(len(texts), 16) + 1.0
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-HASH = Embedder(identity="bench:blake2b-16", embed=_vectors)
-'''
 
 CHILD = r'''
 import json, os, resource, sys, threading, time
@@ -152,10 +136,10 @@ def main() -> None:
             for f in a.folders:
                 shutil.copytree(a.corpus / f, src / f"copy{c}" / f)
         size = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
-        (work / "benchhash.py").write_text(HASH_MODULE)
+        # tests/hashembed.py, importable by spec in the child and its workers
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(work), os.environ.get("PYTHONPATH", "")])}
-        embedder = "benchhash:HASH" if a.embedder == "hash" else "minilm"
+            [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+        embedder = "hashembed:HASH" if a.embedder == "hash" else "minilm"
         rows = {}
         for name in a.configs.split(","):
             runs = [run_config(name, [str(src)], work, embedder, a.device, env)
