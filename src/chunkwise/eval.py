@@ -409,6 +409,7 @@ class RetrievedChunk:
     end: int
     units: int
     distance: float
+    tokens: int = 0
 
 
 @dataclass
@@ -455,6 +456,8 @@ class EvalReport:
     strategy: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     relevance: str = "overlap"
+    #: peers only: how many chunks were located in the canonical text each way (`peers`)
+    located: dict[str, int] | None = None
 
     @property
     def questions(self) -> int:
@@ -473,6 +476,8 @@ class EvalReport:
             "metrics": {k: round(v, 6) for k, v in self.metrics.items()},
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
+        if self.located is not None:
+            out["located"] = dict(self.located)
         if details:
             out["results"] = [r.to_dict() for r in self.results]
         return out
@@ -542,7 +547,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     for i, (q, hits) in enumerate(zip(qset.questions, answers)):
         retrieved = [RetrievedChunk(h.source, int(h.metadata.get("start", 0)),
                                     int(h.metadata.get("end", 0)), count_units(h.text),
-                                    h.distance) for h in hits]
+                                    h.distance, int(h.metadata.get("tokens") or 0))
+                     for h in hits]
         results.append(_score(q, matched[i], retrieved, spans[matched[i]], ks,
                               counters.get(q.path), relevance))
     t2 = time.perf_counter()
@@ -598,6 +604,8 @@ def summarise(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
         out[f"source_hit@{k}"] = sum(r.source_rank is not None and r.source_rank <= k
                                      for r in results) / n
     out["mrr"] = sum(reciprocal_rank(r.relevant) for r in results) / n
+    for k in ks:  # the context a pipeline spends: tokens of the top k chunks' embed texts
+        out[f"tokens@{k}"] = sum(sum(c.tokens for c in r.retrieved[:k]) for r in results) / n
     out["answerable"] = sum(r.n_relevant > 0 for r in results) / n
     for k in ks:
         out[f"ndcg@{k}"] = sum(ndcg(r.relevant, k, r.n_relevant) for r in results) / n
@@ -675,21 +683,29 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     from .pipeline import ingest
     from .strategies import STRATEGIES
     from .embeddings import cached_embedder, resolve_embedder
+    from .peers import PEERS
 
     ks = parse_ks(ks)
     check_relevance(relevance)
     names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
     if not names:
         raise ConfigError("no strategies to compare")
-    unknown = [s for s in names if s not in STRATEGIES]
+    from .peers import check_peer, corpus_files, is_peer, run_peer, store_peer
+
+    for name in names:
+        if is_peer(name):
+            check_peer(name)
+    peers = [s for s in names if is_peer(s)]
+    unknown = [s for s in names if s not in STRATEGIES and s not in peers]
     if unknown:
         raise ConfigError(f"unknown strateg{'ies' if len(unknown) > 1 else 'y'} "
-                          f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)}")
+                          f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)} "
+                          f"and the peers {', '.join(PEERS)}")
     embedder = resolve_embedder(embedder)
     if embed_cache is not None:
         embedder = cached_embedder(embedder, embed_cache)
     chunkers = {s: Chunker(strategy=s, max_tokens=max_tokens, tokenizer=tokenizer,
-                           overlap=overlap) for s in names}
+                           overlap=overlap) for s in names if s not in peers}
     if not corpus:
         raise ConfigError("no corpus paths to ingest (--corpus)")
     tmp = None
@@ -698,6 +714,21 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
         db_path = tmp.name
     try:
         reports = []
+        for name in peers:
+            collection = "eval-" + name.replace(":", "-")
+            t0 = time.perf_counter()
+            run = run_peer(name, corpus_files(corpus), max_tokens=max_tokens,
+                           tokenizer=tokenizer)
+            store_peer(run, db_path=db_path, collection=collection, embedder=embedder)
+            seconds = time.perf_counter() - t0
+            if on_ingest is not None:
+                on_ingest(name, run)
+            report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
+                              embedder=embedder, strategy=name, exact=True,
+                              relevance=relevance)
+            report.seconds["ingest"] = seconds
+            report.located = run.located
+            reports.append(report)
         for name, chunker in chunkers.items():
             collection = f"eval-{name}"
             t0 = time.perf_counter()
