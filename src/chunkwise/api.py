@@ -21,6 +21,8 @@ from .model import Chunk, ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
 from .strategies import REGISTRY, Registered, Setup, StrategySpec, registered
 from .textio import LineCounter, source_name
+from .structure import build_tree
+from .views import apply_views, chain_of, parent_of
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,9 @@ class Chunker:
             chunk in its document to its context, within the budget.
         context_cache: directory of the on-disk cache of those sentences (else in memory).
         context_tokens: budget share reserved for the sentence (default 64).
+        views: which of the views parsers declare are applied (`chunkwise.views`): `all`
+            (default), `none` (every chunk embeds its text as it is), or a comma-separated
+            list of view names (`code`, `table`).
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -70,7 +75,7 @@ class Chunker:
                  semantic_amount: float | None = None, semantic_window: int | None = None,
                  llm: Any = None, llm_timeout: float | None = None, contextualize: Any = False,
                  context_cache: str | os.PathLike | None = None,
-                 context_tokens: int | None = None) -> None:
+                 context_tokens: int | None = None, views: str = "all") -> None:
         keywords = dict(strategy.keywords) if isinstance(strategy, StrategySpec) else {}
         given = dict(embedder=embedder, semantic_threshold=semantic_threshold,
                      semantic_amount=semantic_amount, semantic_window=semantic_window, llm=llm,
@@ -92,6 +97,7 @@ class Chunker:
             raise ConfigError(f"overlap ({overlap}) must be less than half of max_tokens "
                               f"({max_tokens}{f' - reserve {reserve}' if reserve else ''})")
         row = registered(name)
+        self.views = _check_views(views)
         self.max_tokens = max_tokens
         self.reserve = reserve
         self._room = room
@@ -100,7 +106,8 @@ class Chunker:
         self.strategy = name
         # what rebuilds this Chunker in another process (see __reduce__)
         self._spec = {"max_tokens": max_tokens, "tokenizer": tokenizer, "overlap": overlap,
-                      "reserve": reserve, "strategy": name, "options": options, **keywords}
+                      "reserve": reserve, "strategy": name, "options": options,
+                      "views": views, **keywords}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(row, options, keywords)
         # the planning budget, less the room for a situating sentence and, unless the
@@ -109,6 +116,8 @@ class Chunker:
                                  - (0 if self._strategy.overlaps else overlap))
         if reserve:  # (none leaves every fingerprint, so every id, as it was)
             extra += f"|reserve={reserve}"
+        if views != "all":
+            extra += f"|views={','.join(sorted(self.views))}"
         self.fingerprint = hashlib.blake2b(
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
             digest_size=8
@@ -185,9 +194,11 @@ class Chunker:
             pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self._room)
+        root = build_tree(doc)
+        viewed = apply_views(doc, pieces, self.sizer.count, self._room, self.views, root)
         lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
-        return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
+        return [self._chunk(doc, p, lines, doc_meta, view, root) for p, view in viewed]
 
     def chunk_bytes(self, data: bytes, *, source: str, format: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_bytes(data, source=source, format=format))
@@ -200,7 +211,7 @@ class Chunker:
         return self.chunk_document(parse_file(path, format=format, source=source))
 
     def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineCounter | None,
-               doc_meta: dict) -> Chunk:
+               doc_meta: dict, view: str | None = None, root: Any = None) -> Chunk:
         text = doc.text[p.start:p.end]
         digest = hashlib.blake2b(digest_size=16)
         digest.update(f"{doc.source}\0{p.start}\0{p.end}\0{self.fingerprint}\0".encode())
@@ -210,10 +221,37 @@ class Chunker:
             meta["line_start"] = lines.line_of(p.start) + 1
             meta["line_end"] = lines.line_of(p.end - 1) + 1
         page_start, page_end = doc.pages_of(p.start, p.end)
+        owner = p.owner if root is None else parent_of(chain_of(root, p.start, p.end),
+                                                         p.start, p.end, doc.text)
+        parent = (parent_id(doc.source, owner.start, owner.end), owner.start, owner.end,
+                  owner.path)
         return Chunk(id=digest.hexdigest(), source=doc.source, format=doc.format, text=text,
                      start=p.start, end=p.end, context=p.context, section_path=p.owner.path,
                      page_start=page_start, page_end=page_end, kinds=p.kinds, tokens=p.tokens,
-                     meta=meta)
+                     meta=meta, view=view or "", parent=parent)
+
+
+def parent_id(source: str, start: int, end: int) -> str:
+    """The id of the section [start, end) of `source`: every chunk inside it records it."""
+    return hashlib.blake2b(f"{source}\0{start}\0{end}".encode("utf-8", "surrogatepass"),
+                           digest_size=8).hexdigest()
+
+
+def _check_views(views: str) -> frozenset[str]:
+    from .views import VIEWS
+
+    if not isinstance(views, str):
+        raise ConfigError(f"views must be a string, got {views!r}")
+    if views == "all":
+        return frozenset(VIEWS)
+    if views == "none":
+        return frozenset()
+    names = {v.strip() for v in views.split(",") if v.strip()}
+    unknown = sorted(names - set(VIEWS))
+    if unknown:
+        raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: all, none, "
+                          f"{', '.join(VIEWS)}")
+    return frozenset(names)
 
 
 def _rebuild_chunker(spec: dict[str, Any]) -> Chunker:

@@ -665,6 +665,24 @@ def differences(reports: Sequence[EvalReport], reference: str,
 
 
 # -- comparing strategies -------------------------------------------------------------------
+def strategy_variant(name: str) -> tuple[str, dict[str, Any]]:
+    """`structure[views=none,max_tokens=128]` -> ("structure", {"views": "none",
+    "max_tokens": 128}): a strategy with Chunker options, so that `--compare` can set two
+    variants of one strategy side by side (values that are digits are integers; a list
+    inside an option's value is separated by `+`: `views=code+table`)."""
+    m = re.fullmatch(r"([\w-]+)(?:\[(.*)\])?", name.strip())
+    if m is None:
+        raise ConfigError(f"cannot read strategy {name!r}: expected NAME or NAME[key=value,...]")
+    options: dict[str, Any] = {}
+    for part in filter(None, (m.group(2) or "").split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"strategy {name!r}: expected key=value, got {part!r}")
+        value = value.strip().replace("+", ",")
+        options[key.strip()] = int(value) if value.isdigit() else value
+    return m.group(1), options
+
+
 def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: Sequence[str], *,
             ks: Sequence[int] = DEFAULT_KS, db_path: str | os.PathLike | None = None,
             max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -696,7 +714,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
         if is_peer(name):
             check_peer(name)
     peers = [s for s in names if is_peer(s)]
-    unknown = [s for s in names if s not in STRATEGIES and s not in peers]
+    variants = {s: strategy_variant(s) for s in names if s not in peers}
+    unknown = [s for s, (base, _) in variants.items() if base not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strateg{'ies' if len(unknown) > 1 else 'y'} "
                           f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)} "
@@ -704,8 +723,13 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     embedder = resolve_embedder(embedder)
     if embed_cache is not None:
         embedder = cached_embedder(embedder, embed_cache)
-    chunkers = {s: Chunker(strategy=s, max_tokens=max_tokens, tokenizer=tokenizer,
-                           overlap=overlap) for s in names if s not in peers}
+    chunkers = {}
+    for s, (base, options) in variants.items():
+        try:
+            chunkers[s] = Chunker(**{"strategy": base, "max_tokens": max_tokens,
+                                     "tokenizer": tokenizer, "overlap": overlap, **options})
+        except TypeError as e:
+            raise ConfigError(f"strategy {s!r}: {e}") from None
     if not corpus:
         raise ConfigError("no corpus paths to ingest (--corpus)")
     tmp = None
@@ -730,7 +754,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             report.located = run.located
             reports.append(report)
         for name, chunker in chunkers.items():
-            collection = f"eval-{name}"
+            collection = "eval-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
             t0 = time.perf_counter()
             ingested = ingest(corpus, chunker=chunker, db_path=db_path, collection=collection,
                               embedder=embedder)
