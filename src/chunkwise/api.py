@@ -238,7 +238,7 @@ def parent_id(source: str, start: int, end: int) -> str:
 
 
 def _check_views(views: str) -> frozenset[str]:
-    from .views import VIEWS
+    from .views import VARIANTS, VIEWS
 
     if not isinstance(views, str):
         raise ConfigError(f"views must be a string, got {views!r}")
@@ -247,7 +247,7 @@ def _check_views(views: str) -> frozenset[str]:
     if views == "none":
         return frozenset()
     names = {v.strip() for v in views.split(",") if v.strip()}
-    unknown = sorted(names - set(VIEWS))
+    unknown = sorted(names - set(VIEWS) - set(VARIANTS))
     if unknown:
         raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: all, none, "
                           f"{', '.join(VIEWS)}")

@@ -160,11 +160,15 @@ class DocumentViews:
         if name is None:
             return None
         text = self.doc.text[piece.start:piece.end]
-        if name == "code":
+        if name in ("code", "code-split", "code-name"):
             path = piece.owner.path if piece.owner is not None else ()
             qualified = ".".join(path) if path and path != (self.doc.title,) else ""
+            if name == "code-split":
+                return piece.context, split_identifiers(text)
+            if name == "code-name":
+                return piece.context, f"{qualified}\n{text}" if qualified else text
             return piece.context, code_view(text, qualified)
-        if name == "table":
+        if name in ("table", "table-row", "table-all"):
             table = self.table_of(piece)
             if table is None or not self.whole_rows(table, piece):
                 return None
@@ -185,7 +189,9 @@ class DocumentViews:
             context = piece.context
             if table.context and context.endswith(table.context):
                 context = context[:-len(table.context)].rstrip("\n")
-            return context, view_of_rows(rows, header, usual)
+            if name == "table-row" and len(rows) > 1:
+                return None  # cut into single rows by `_fitting`
+            return context, view_of_rows(rows, header, () if name == "table-all" else usual)
         return None
 
     def whole_rows(self, table: Any, piece: Any) -> bool:
@@ -265,8 +271,8 @@ def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
     the view names to apply (default all)."""
     declared = doc.views
     if allowed is not None:
-        allowed = set(allowed)
-        declared = tuple((k, v) for k, v in declared if v in allowed)
+        use = {VARIANTS.get(a, (a, ""))[0]: a for a in allowed}
+        declared = tuple((k, use[v]) for k, v in declared if v in use)
     if not declared:
         return [(p, None) for p in pieces]
     views = DocumentViews(doc, declared, root)
@@ -280,11 +286,11 @@ def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
 def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
              room: int) -> Iterable[tuple[Any, str | None]]:
     got = views.render(p)
-    if got is None:
+    if got is None and views.view_name(p.kinds) != "table-row":
         yield p, None
         return
-    context, view = got
-    tokens = count(embed_of(context, view))
+    context, view = got if got is not None else ("", "")
+    tokens = count(embed_of(context, view)) if got is not None else room + 1
     if tokens <= room:
         yield replace(p, context=context, tokens=tokens, meta={**p.meta, "view": _name(views, p)}), view
         return
@@ -305,6 +311,8 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             sub = _sub(p, starts[i], ends[j], text, table)
             got = views.render(sub)
             if got is None:
+                break
+            if views.view_name(sub.kinds) == "table-row" and j > i:
                 break
             t = count(embed_of(*got))
             if t > room:
@@ -350,3 +358,9 @@ def _name(views: DocumentViews, p: Any) -> str:
 #: view name -> what it does (the names a parser may declare)
 VIEWS = {"code": "identifiers split into words, qualified name first",
          "table": "rows as `column: value` lines, usual values left out"}
+#: other renderings of a declared view, for measuring (`Chunker(views="code-split")`): the
+#: view they stand for, and what they do instead
+VARIANTS = {"code-split": ("code", "identifiers split into words, no qualified-name line"),
+            "code-name": ("code", "qualified name first, identifiers as they are"),
+            "table-row": ("table", "one row per chunk"),
+            "table-all": ("table", "every cell, usual values included")}
