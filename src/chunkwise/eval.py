@@ -433,7 +433,8 @@ class QuestionResult:
             "source_rank": self.source_rank,
             "relevant_in_collection": self.n_relevant,
             "retrieved": [{"source": c.source, "start": c.start, "end": c.end,
-                           "distance": round(c.distance, 6)} for c in self.retrieved],
+                           "distance": round(c.distance, 6), "tokens": c.tokens}
+                          for c in self.retrieved],
         }
         if self.scores:
             out["scores"] = {str(k): {"recall": s.recall, "precision": s.precision, "iou": s.iou}
@@ -503,8 +504,13 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              port: int | None = None, embedder: Any = None,
              retry_delays: Sequence[float] | None = None, timeout: float | None = None,
              cwd: str | os.PathLike | None = None, strategy: str | None = None,
-             exact: bool = False, relevance: str = "overlap") -> EvalReport:
+             exact: bool = False, relevance: str = "overlap",
+             expand_tokens: int | None = None) -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
+
+    With `expand_tokens`, each retrieved chunk is replaced by its parent section cut to that
+    many tokens around it (`chunkwise.expand`, what `query --expand section` returns): the
+    score is then that of small-to-big retrieval, and `tokens@k` its context cost.
 
     With `exact`, the nearest chunks are found by brute force over every stored vector
     (`chunkwise.chroma.search_exact`) rather than through Chroma's approximate HNSW index:
@@ -526,13 +532,35 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     if timeout is not None:
         location["timeout"] = timeout
     t0 = time.perf_counter()
+    from .expand import Member, expand, section_of
+
     spans: dict[str, list[tuple[int, int]]] = {}
     tokens: list[int] = []
+    sections: dict[tuple[str, str], list[Member]] = {}
+    units_at: dict[tuple[str, int], int] = {}
     for _id, _doc, meta in iter_collection(**location):
         src = str(meta.get("source", ""))
         spans.setdefault(src, []).append((int(meta.get("start", 0)), int(meta.get("end", 0))))
         if isinstance(meta.get("tokens"), int):
             tokens.append(meta["tokens"])
+        sec = section_of(meta) if expand_tokens else None
+        if sec is not None:
+            start = int(meta.get("start", 0))
+            sections.setdefault((src, sec[0]), []).append(Member(
+                start, int(meta.get("end", 0)), int(meta.get("tokens") or 0)))
+            units_at[(src, start)] = count_units(_doc or "")
+    for members in sections.values():
+        members.sort(key=lambda m: m.start)
+
+    def expanded(c: RetrievedChunk, meta: Mapping[str, Any]) -> RetrievedChunk:
+        sec = section_of(meta)
+        members = sections.get((c.source, sec[0])) if sec else None
+        at = next((i for i, m in enumerate(members or ()) if m.start == c.start), None)
+        if at is None:
+            return c
+        e = expand(members, at, max(expand_tokens, members[at].tokens))
+        units = sum(units_at[(c.source, m.start)] for m in members if e.start <= m.start < e.end)
+        return RetrievedChunk(c.source, e.start, e.end, units, c.distance, e.tokens)
     matched = match_sources(qset, spans, cwd=cwd)
     t1 = time.perf_counter()
     counters = {p: UnitCounter(t) for p, t in qset.texts.items()}
@@ -549,6 +577,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
                                     int(h.metadata.get("end", 0)), count_units(h.text),
                                     h.distance, int(h.metadata.get("tokens") or 0))
                      for h in hits]
+        if expand_tokens:
+            retrieved = [expanded(c, h.metadata) for c, h in zip(retrieved, hits)]
         results.append(_score(q, matched[i], retrieved, spans[matched[i]], ks,
                               counters.get(q.path), relevance))
     t2 = time.perf_counter()
@@ -724,6 +754,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     if embed_cache is not None:
         embedder = cached_embedder(embedder, embed_cache)
     chunkers = {}
+    expands = {s: options.pop("expand", None) for s, (_, options) in variants.items()}
     for s, (base, options) in variants.items():
         try:
             chunkers[s] = Chunker(**{"strategy": base, "max_tokens": max_tokens,
@@ -763,7 +794,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
                 on_ingest(name, ingested)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
                               embedder=embedder, strategy=name, exact=True,
-                              relevance=relevance)
+                              relevance=relevance, expand_tokens=expands[name])
             report.seconds["ingest"] = seconds
             reports.append(report)
     finally:
