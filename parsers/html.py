@@ -119,7 +119,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     sections = _sections(walk, canonical, title, stem)
     return ParsedDocument(source=source, format="html", text=canonical,
                           sections=tuple(sections), title=title, warnings=tuple(warns),
-                          prose=True, line_numbers=False, views=(("row", "table"),))
+                          prose=True, line_numbers=False)
 
 
 # --- decoding and the tree -------------------------------------------------------------------

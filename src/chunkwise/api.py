@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 17
+CHUNKER_VERSION = 18  # 18: views (code, CSV and Markdown table rows), parent sections
 _DEFAULT_LLM_TIMEOUT = 60.0
 
 
