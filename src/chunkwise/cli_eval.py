@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval import QuestionsError, compare, differences, evaluate, load_questions, parse_ks
+    from .eval import (QuestionsError, compare, differences, evaluate, load_questions, parse_ks,
+                       split_names)
 
     ks = parse_ks(args.k)
     if args.compare is None and args.corpus:
@@ -103,7 +104,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             reports = [evaluate(qset, ks=ks, embedder=args.embedder, exact=args.exact,
                                 relevance=args.relevance, **store_location(args))]
         else:
-            reports = compare(qset, args.corpus, args.compare.split(","), ks=ks,
+            reports = compare(qset, args.corpus, split_names(args.compare), ks=ks,
                               db_path=args.db, max_tokens=args.max_tokens,
                               tokenizer=args.tokenizer, overlap=args.overlap,
                               embedder=args.embedder, on_ingest=_ingested,
@@ -116,7 +117,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     diffs = None
     if args.compare is not None and len(reports) > 1:
-        reference = next(s.strip() for s in args.compare.split(",") if s.strip())
+        reference = split_names(args.compare)[0]
         diffs = (reference, differences(reports, reference, _diff_metrics(reports[0])))
     if args.json:
         if args.compare is None:

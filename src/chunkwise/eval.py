@@ -695,6 +695,21 @@ def differences(reports: Sequence[EvalReport], reference: str,
 
 
 # -- comparing strategies -------------------------------------------------------------------
+def split_names(spec: str) -> list[str]:
+    """`--compare`'s list: names separated by commas outside brackets
+    (`structure,structure[max_tokens=128,expand=512]` is two names)."""
+    out, depth, cur = [], 0, []
+    for ch in spec:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    return [n for n in out if n]
+
+
 def strategy_variant(name: str) -> tuple[str, dict[str, Any]]:
     """`structure[views=none,max_tokens=128]` -> ("structure", {"views": "none",
     "max_tokens": 128}): a strategy with Chunker options, so that `--compare` can set two

@@ -299,6 +299,12 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
     if not bounds or table is None:
         yield p, None
         return
+    # a header row stays with the first row under it
+    if any(c.kind == "header" and p.start <= c.end <= bounds[0] for c in table.children):
+        bounds = bounds[1:]
+        if not bounds:
+            yield p, None
+            return
     # cut between rows: the longest runs whose view fits, from the first row on
     starts = [p.start, *bounds]
     ends = [*bounds, p.end]
@@ -342,12 +348,10 @@ def _sub(p: Any, start: int, end: int, text: str, table: Any) -> Any:
     run = [c for c in table.children if c.kind == "row" and c.start < end and c.end > start
            and text[max(c.start, start):min(c.end, end)].strip()]
     meta = dict(p.meta)
+    for key in [k for k in meta if k == "row" or k.startswith("row_")]:
+        meta.pop(key)
     if run:
-        fresh = merge_meta((), run)
-        for key in [k for k in meta if k.endswith(("_start", "_end"))
-                    and not k.startswith("line")]:
-            meta.pop(key)
-        meta.update(fresh)
+        meta.update(merge_meta((), run))
     return replace(p, start=start, end=end, meta=meta)
 
 

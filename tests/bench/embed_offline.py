@@ -39,12 +39,12 @@ PART_ROWS = 20_000
 def cmd_dump(args: argparse.Namespace) -> int:
     from chunkwise.api import Chunker, parse_file
     from chunkwise.embeddings import resolve_embedder
-    from chunkwise.eval import strategy_variant
+    from chunkwise.eval import split_names, strategy_variant
     from chunkwise.peers import corpus_files, is_peer, run_peer
 
     files = corpus_files(args.corpus)
     texts: dict[str, None] = {}
-    for name in [s.strip() for s in args.compare.split(",") if s.strip()]:
+    for name in split_names(args.compare):
         t0 = time.perf_counter()
         n = 0
         if is_peer(name):
