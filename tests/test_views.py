@@ -102,3 +102,19 @@ def test_every_chunk_records_its_parent_section():
             json.dumps(d)
         # small chunks share sections: a section holds several of them
         assert len(by_id) < len(chunks)
+
+
+def test_expand_rule_and_parent_sections():
+    from chunkwise.expand import Member, expand, parent_sections
+
+    members = [Member(0, 10, 50, "a"), Member(11, 20, 60, "b"), Member(21, 30, 70, "c"),
+               Member(31, 40, 80, "d")]
+    e = expand(members, 1, 200)  # the hit, then next, then previous while they fit
+    assert (e.start, e.end, e.tokens, e.text, e.chunks) == (0, 30, 180, "a\nb\nc", 3)
+    assert expand(members, 3, 10).chunks == 1  # the hit alone when nothing else fits
+    doc_chunks = Chunker(max_tokens=64).chunk_file(FIXTURES / "fastapi__features.md")
+    sections = parent_sections(doc_chunks)
+    assert sum(len(s.children) for s in sections) == len(doc_chunks)
+    ids = {c.id: c for c in doc_chunks}
+    for s in sections:
+        assert all(s.start <= ids[k].start and ids[k].end <= s.end for k in s.children)

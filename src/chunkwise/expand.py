@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Member", "Expanded", "expand", "section_of"]
+__all__ = ["Member", "Expanded", "ParentSection", "expand", "parent_sections", "section_of"]
 
 #: tokens an expanded section may take by default (twice minilm's window)
 DEFAULT_EXPAND_TOKENS = 512
@@ -69,3 +69,29 @@ def section_of(meta: Mapping[str, Any]) -> tuple[str, int, int] | None:
     if pid is None:
         return None
     return str(pid), int(meta.get("parent_start", 0)), int(meta.get("parent_end", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class ParentSection:
+    """A section that chunks point to as their parent, with its children in order: what an
+    integration needs to build PARENT/CHILD links (LlamaIndex's `NodeRelationship.PARENT`
+    and `CHILD`, for `AutoMergingRetriever` and `RecursiveRetriever`)."""
+
+    id: str
+    start: int
+    end: int
+    section_path: tuple[str, ...]
+    children: tuple[str, ...]
+    """ids of the chunks inside it, by start"""
+
+
+def parent_sections(chunks: Sequence[Any]) -> list[ParentSection]:
+    """The parent sections of `chunks` (one document's, `Chunk.parent` set), each once, in
+    the order of their first chunk. The section's text is `canonical[start:end]`."""
+    order: dict[str, list[Any]] = {}
+    for c in chunks:
+        if c.parent is not None:
+            order.setdefault(c.parent[0], []).append(c)
+    return [ParentSection(pid, kids[0].parent[1], kids[0].parent[2], tuple(kids[0].parent[3]),
+                          tuple(k.id for k in sorted(kids, key=lambda k: k.start)))
+            for pid, kids in order.items()]
