@@ -118,3 +118,33 @@ def test_expand_rule_and_parent_sections():
     ids = {c.id: c for c in doc_chunks}
     for s in sections:
         assert all(s.start <= ids[k].start and ids[k].end <= s.end for k in s.children)
+
+
+def test_query_expand_section_returns_the_section_around_the_hit(tmp_path):
+    """Real Chroma; the embedder does not matter to expansion (a mock one)."""
+    from llama_index.core.embeddings import MockEmbedding
+
+    from chunkwise.chroma import expand_hits, iter_collection, query
+    from chunkwise.pipeline import ingest
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "features.md").write_bytes((FIXTURES / "fastapi__features.md").read_bytes())
+    emb = MockEmbedding(embed_dim=16)
+    db = tmp_path / "db"
+    ingest([src], db_path=db, max_tokens=64, embedder=emb)
+    text = parse_file(src / "features.md").text
+    stored = list(iter_collection(db_path=db))
+    assert all({"parent_id", "parent_start", "parent_end", "parent_path"} <= set(m)
+               for _, _, m in stored)
+    hits = query("editor support and autocompletion", k=10, db_path=db, embedder=emb)
+    wide = expand_hits(hits, tokens=200, db_path=db)
+    grew = 0
+    for h, w in zip(hits, wide):
+        m, x = h.metadata, w.metadata
+        assert m["parent_start"] <= x["start"] <= m["start"] and m["end"] <= x["end"] <= m["parent_end"]
+        assert x["tokens"] <= max(200, m["tokens"])
+        # the stored chunks of the section, joined: every chunk text is an exact slice
+        assert "".join(w.text.split()) == "".join(text[x["start"]:x["end"]].split())
+        grew += x["expanded"] > 1
+    assert grew

@@ -482,8 +482,10 @@ def expand_hits(hits: Sequence[Hit], *, tokens: int, client: Any = None,
         if sec is None:
             out.append(h)
             continue
+        # the stored chunks inside the section tile it (with overlap 0, invariant 3)
         got = with_retries(lambda: col.get(where={"$and": [{"source": h.source},
-                                                          {"parent_id": sec[0]}]},
+                                                          {"start": {"$gte": sec[1]}},
+                                                          {"end": {"$lte": sec[2]}}]},
                                            include=["documents", "metadatas"]),
                            "read a section", RETRY_DELAYS)
         members = sorted((Member(int(m["start"]), int(m["end"]), int(m.get("tokens", 0)), d or "")

@@ -536,26 +536,35 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
 
     spans: dict[str, list[tuple[int, int]]] = {}
     tokens: list[int] = []
-    sections: dict[tuple[str, str], list[Member]] = {}
+    members_of: dict[str, list[Member]] = {}
     units_at: dict[tuple[str, int], int] = {}
     for _id, _doc, meta in iter_collection(**location):
         src = str(meta.get("source", ""))
         spans.setdefault(src, []).append((int(meta.get("start", 0)), int(meta.get("end", 0))))
         if isinstance(meta.get("tokens"), int):
             tokens.append(meta["tokens"])
-        sec = section_of(meta) if expand_tokens else None
-        if sec is not None:
+        if expand_tokens:
             start = int(meta.get("start", 0))
-            sections.setdefault((src, sec[0]), []).append(Member(
+            members_of.setdefault(src, []).append(Member(
                 start, int(meta.get("end", 0)), int(meta.get("tokens") or 0)))
             units_at[(src, start)] = count_units(_doc or "")
-    for members in sections.values():
+    starts_of = {}
+    for src, members in members_of.items():
         members.sort(key=lambda m: m.start)
+        starts_of[src] = [m.start for m in members]
 
     def expanded(c: RetrievedChunk, meta: Mapping[str, Any]) -> RetrievedChunk:
+        """The hit's section cut to `expand_tokens`: the stored chunks inside the section
+        (they tile it) around the hit."""
+        from bisect import bisect_left
+
         sec = section_of(meta)
-        members = sections.get((c.source, sec[0])) if sec else None
-        at = next((i for i, m in enumerate(members or ()) if m.start == c.start), None)
+        if sec is None or c.source not in members_of:
+            return c
+        ms, st = members_of[c.source], starts_of[c.source]
+        members = [m for m in ms[bisect_left(st, sec[1]):bisect_left(st, sec[2])]
+                   if m.end <= sec[2]]
+        at = next((i for i, m in enumerate(members) if m.start == c.start), None)
         if at is None:
             return c
         e = expand(members, at, max(expand_tokens, members[at].tokens))

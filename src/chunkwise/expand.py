@@ -3,10 +3,10 @@ budget, instead of the bare chunk (`chunkwise query --expand section`).
 
 Every chunk records its parent section (`Chunk.parent`; in Chroma metadata `parent_id`,
 `parent_start`, `parent_end`, `parent_path`): the smallest section that holds more than the
-chunk. The section's text is rebuilt from the stored chunks of that section (with overlap 0
-they cover it, invariant 3), in order, starting from the retrieved chunk and adding the
-next chunk, then the previous one, and so on, while the sum of their tokens stays within the
-budget. The stored texts are exact slices of the canonical text, so the expanded span is
+chunk. The section's text is rebuilt from the stored chunks that lie inside its span (with
+overlap 0 they tile it, invariant 3; some may record a smaller parent of their own), in
+order, starting from the retrieved chunk and adding the next chunk, then the previous one,
+and so on, while the sum of their tokens stays within the budget. The stored texts are exact slices of the canonical text, so the expanded span is
 exact too; the whitespace between two chunks is written as one newline.
 """
 
