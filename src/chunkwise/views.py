@@ -6,7 +6,7 @@ rendering of it that embeds better, declared by the parser for the section kinds
 to (`ParsedDocument.views`: `(kind, view name)` pairs, `"*"` for every kind). No declaration,
 no view: the embed text is the text itself, as before. The core applies a view only when the
 viewed embed text still fits the budget (counted with the real tokenizer; `tokens` is that
-count), else the chunk keeps its text; chunks that took a view say so in `meta["view"]`.
+count), else the chunk keeps its text; a chunk that took a view carries it in `Chunk.view`.
 
 Views, keyed by name so that any parser of a format can declare one:
 
@@ -292,7 +292,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
     context, view = got if got is not None else ("", "")
     tokens = count(embed_of(context, view)) if got is not None else room + 1
     if tokens <= room:
-        yield replace(p, context=context, tokens=tokens, meta={**p.meta, "view": _name(views, p)}), view
+        yield replace(p, context=context, tokens=tokens), view
         return
     table = views.table_of(p)
     bounds = views.row_bounds(p)
@@ -331,8 +331,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             i += 1
             continue
         j, sub, (context, view), t = best
-        yield replace(sub, context=context, tokens=t,
-                      meta={**sub.meta, "view": _name(views, sub)}), view
+        yield replace(sub, context=context, tokens=t), view
         i = j + 1
 
 
@@ -353,10 +352,6 @@ def _sub(p: Any, start: int, end: int, text: str, table: Any) -> Any:
     if run:
         meta.update(merge_meta((), run))
     return replace(p, start=start, end=end, meta=meta)
-
-
-def _name(views: DocumentViews, p: Any) -> str:
-    return views.view_name(p.kinds) or ""
 
 
 #: view name -> what it does (the names a parser may declare)
