@@ -36,7 +36,8 @@ def test_view_of_rows_leaves_out_empty_and_usual_values():
 @pytest.mark.parametrize("name", ["538__trump-poll-tweets.csv", "fastapi__fastapi__background.py",
                                   "fastapi__fastapi__concurrency.py",
                                   "mkdocs-material__reference__data-tables.md"])
-@pytest.mark.parametrize("views", ["all", "table-row", "code-split", "code-name", "table-all"])
+@pytest.mark.parametrize("views", ["default", "all", "table", "code-split", "code-name",
+                                   "table-all"])
 def test_contract_holds_with_views(name, views):
     chunker = Chunker(max_tokens=128, views=views)
     chunks = check_contract((FIXTURES / name).read_bytes(), name, chunker)
@@ -49,7 +50,7 @@ def test_contract_holds_with_views(name, views):
 def test_csv_rows_are_viewed_as_column_value_lines():
     path = FIXTURES / "538__trump-poll-tweets.csv"
     header = path.read_text(encoding="utf-8").split("\n", 1)[0]
-    chunks = Chunker().chunk_file(path)
+    chunks = Chunker(views="table").chunk_file(path)  # rows grouped as they fit
     viewed = [c for c in chunks if c.view]
     assert len(viewed) >= 0.9 * len(chunks)
     for c in viewed:
@@ -57,7 +58,9 @@ def test_csv_rows_are_viewed_as_column_value_lines():
         assert header not in c.context  # the labels carry the header
         rows = c.meta["row_end"] - c.meta["row_start"] + 1
         assert c.view.count("\n\nid: ") == rows - 1
-    one = Chunker(views="table-row").chunk_file(path)
+    one = Chunker().chunk_file(path)  # the default: one row per chunk
+    assert [(c.start, c.end) for c in one] == [
+        (c.start, c.end) for c in Chunker(views="table-row").chunk_file(path)]
     assert all(c.meta["row_start"] == c.meta["row_end"] for c in one if c.view)
     assert len(one) > len(chunks)
     plain = Chunker(views="none").chunk_file(path)
@@ -65,11 +68,12 @@ def test_csv_rows_are_viewed_as_column_value_lines():
 
 
 def test_code_view_names_the_function_and_splits_identifiers():
-    chunks = Chunker().chunk_file(FIXTURES / "fastapi__fastapi__background.py")
+    assert not any(c.view for c in Chunker().chunk_file(FIXTURES / "fastapi__fastapi__background.py"))
+    chunks = Chunker(views="code").chunk_file(FIXTURES / "fastapi__fastapi__background.py")
     method = next(c for c in chunks if c.section_path[-1:] == ("add_task",))
     assert method.view.startswith("Background Tasks add task\n")
     assert "def add task(" in method.view and "def add_task(" in method.text
-    assert method.tokens == Chunker().sizer.count(method.embed_text)
+    assert method.tokens == Chunker(views="code").sizer.count(method.embed_text)
 
 
 def test_views_none_leaves_text_formats_as_they_were():

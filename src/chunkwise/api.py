@@ -63,9 +63,11 @@ class Chunker:
             chunk in its document to its context, within the budget.
         context_cache: directory of the on-disk cache of those sentences (else in memory).
         context_tokens: budget share reserved for the sentence (default 64).
-        views: which of the views parsers declare are applied (`chunkwise.views`): `all`
-            (default), `none` (every chunk embeds its text as it is), or a comma-separated
-            list of view names (`code`, `table`).
+        views: which of the views parsers declare are applied (`chunkwise.views`):
+            `default` (`table-row`: table rows as `column: value` lines, one row per chunk;
+            the code view measured worse and is opt-in), `all` (`code,table`), `none`
+            (every chunk embeds its text as it is), or a comma-separated list of view names
+            and variants (`code`, `table`, `table-row`, `code-split`, …).
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -75,7 +77,7 @@ class Chunker:
                  semantic_amount: float | None = None, semantic_window: int | None = None,
                  llm: Any = None, llm_timeout: float | None = None, contextualize: Any = False,
                  context_cache: str | os.PathLike | None = None,
-                 context_tokens: int | None = None, views: str = "all") -> None:
+                 context_tokens: int | None = None, views: str = "default") -> None:
         keywords = dict(strategy.keywords) if isinstance(strategy, StrategySpec) else {}
         given = dict(embedder=embedder, semantic_threshold=semantic_threshold,
                      semantic_amount=semantic_amount, semantic_window=semantic_window, llm=llm,
@@ -116,7 +118,7 @@ class Chunker:
                                  - (0 if self._strategy.overlaps else overlap))
         if reserve:  # (none leaves every fingerprint, so every id, as it was)
             extra += f"|reserve={reserve}"
-        if views != "all":
+        if views != "default":
             extra += f"|views={','.join(sorted(self.views))}"
         self.fingerprint = hashlib.blake2b(
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
@@ -238,10 +240,12 @@ def parent_id(source: str, start: int, end: int) -> str:
 
 
 def _check_views(views: str) -> frozenset[str]:
-    from .views import VARIANTS, VIEWS
+    from .views import DEFAULT_VIEWS, VARIANTS, VIEWS
 
     if not isinstance(views, str):
         raise ConfigError(f"views must be a string, got {views!r}")
+    if views == "default":
+        return frozenset(DEFAULT_VIEWS)
     if views == "all":
         return frozenset(VIEWS)
     if views == "none":
@@ -249,7 +253,7 @@ def _check_views(views: str) -> frozenset[str]:
     names = {v.strip() for v in views.split(",") if v.strip()}
     unknown = sorted(names - set(VIEWS) - set(VARIANTS))
     if unknown:
-        raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: all, none, "
+        raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: default, all, none, "
                           f"{', '.join(VIEWS)}")
     return frozenset(names)
 

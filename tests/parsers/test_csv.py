@@ -308,7 +308,7 @@ def test_fixture_rows_never_split_and_context_is_header():
                for c in plain[1:])
     chunks = _check_table_chunks(path, Chunker(max_tokens=128))
     assert all(c.context == "538__trump-poll-tweets.csv" and c.view.startswith("id: ")
-               for c in chunks[1:])
+               and c.meta["row_start"] == c.meta["row_end"] for c in chunks[1:])
     assert chunks[0].text.startswith("id,created_at,text\n")
     multi = [c for c in chunks if '"Great new poll - thank you!\n' in c.text]
     assert multi  # the embedded newline stayed inside its chunk
