@@ -200,7 +200,8 @@ class Chunker:
         viewed = apply_views(doc, pieces, self.sizer.count, self._room, self.views, root)
         lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
-        return [self._chunk(doc, p, lines, doc_meta, view, root) for p, view in viewed]
+        starts: dict[int, list[int]] = {}
+        return [self._chunk(doc, p, lines, doc_meta, view, root, starts) for p, view in viewed]
 
     def chunk_bytes(self, data: bytes, *, source: str, format: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_bytes(data, source=source, format=format))
@@ -213,7 +214,8 @@ class Chunker:
         return self.chunk_document(parse_file(path, format=format, source=source))
 
     def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineCounter | None,
-               doc_meta: dict, view: str | None = None, root: Any = None) -> Chunk:
+               doc_meta: dict, view: str | None = None, root: Any = None,
+               starts: dict[int, list[int]] | None = None) -> Chunk:
         text = doc.text[p.start:p.end]
         digest = hashlib.blake2b(digest_size=16)
         digest.update(f"{doc.source}\0{p.start}\0{p.end}\0{self.fingerprint}\0".encode())
@@ -223,8 +225,8 @@ class Chunker:
             meta["line_start"] = lines.line_of(p.start) + 1
             meta["line_end"] = lines.line_of(p.end - 1) + 1
         page_start, page_end = doc.pages_of(p.start, p.end)
-        owner = p.owner if root is None else parent_of(chain_of(root, p.start, p.end),
-                                                         p.start, p.end, doc.text)
+        owner = p.owner if root is None else parent_of(
+            chain_of(root, p.start, p.end, starts), p.start, p.end, doc.text)
         parent = (parent_id(doc.source, owner.start, owner.end), owner.start, owner.end,
                   owner.path)
         return Chunk(id=digest.hexdigest(), source=doc.source, format=doc.format, text=text,

@@ -118,6 +118,8 @@ class DocumentViews:
             else "|"
         self._tables: dict[tuple[int, int], tuple[list[str], list[str | None]]] = {}
         self._edges: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
+        self._rows: dict[tuple[int, int], tuple[list[Any], list[int], Any]] = {}
+        self._starts: dict[int, list[int]] = {}
 
     def view_name(self, kinds: Sequence[str]) -> str | None:
         for k in kinds:
@@ -131,18 +133,39 @@ class DocumentViews:
         if self.root is None:
             return piece.owner if piece.owner is not None and piece.owner.kind == "table" \
                 else None
-        return next((n for n in reversed(chain_of(self.root, piece.start, piece.end))
+        return next((n for n in reversed(chain_of(self.root, piece.start, piece.end,
+                                                  self._starts))
                      if n.kind == "table"), None)
+
+    def context_at(self, start: int, end: int) -> str:
+        """The context the fitter gives a chunk [start, end): the document's lead lines,
+        then the context of every enclosing section that starts before it (`Frame.context`,
+        without its limit: a view is only used when the whole embed text fits)."""
+        from .fitter import lead_context
+
+        chain = chain_of(self.root, start, end, self._starts)
+        parts = lead_context(self.doc, chain[-1].path)
+        parts += [n.context for n in chain if n.context and start > n.start]
+        return "\n".join(parts)
+
+    def rows_of(self, table: Any) -> tuple[list[Any], list[int], Any]:
+        """A table's row sections, their starts, and its header section (or None)."""
+        key = (table.start, table.end)
+        if key not in self._rows:
+            rows = [c for c in table.children if c.kind == "row"]
+            header = next((c for c in table.children if c.kind == "header"), None)
+            self._rows[key] = (rows, [c.start for c in rows], header)
+        return self._rows[key]
 
     def header_of(self, table: Any) -> tuple[list[str], list[str | None]]:
         key = (table.start, table.end)
         if key not in self._tables:
             text = self.doc.text
-            if table.context:
+            if table.context and self.delimiter != "|":  # CSV: the header line
                 header_line = table.context
-            else:  # Markdown and HTML: the table's first line is its header row
-                nl = text.find("\n", table.start, table.end)
-                header_line = text[table.start:nl if nl >= 0 else table.end]
+            else:  # Markdown: the table's first row line is its header row
+                lines = text[table.start:table.end].split("\n")
+                header_line = next((l for l in lines if l.lstrip().startswith("|")), lines[0])
             header = _cells(header_line, self.delimiter)
             rows = [r for c in table.children if c.kind == "row"
                     for r in table_rows(text[c.start:c.end], self.delimiter)[:1]]
@@ -186,9 +209,12 @@ class DocumentViews:
                 rows = rows[1:]  # the header row itself, at the top of the first chunk
             if not rows or not any(h.strip() for h in header):
                 return None
-            context = piece.context
-            if table.context and context.endswith(table.context):
-                context = context[:-len(table.context)].rstrip("\n")
+            # the header row (and a Markdown separator) leave the context: the labels carry it
+            want = [h.strip() for h in header]
+            context = "\n".join(
+                line for line in piece.context.split("\n")
+                if not (_SEPARATOR.match(line) and self.delimiter == "|")
+                and [c.strip() for c in _cells(line, self.delimiter)] != want)
             if name == "table-row" and len(rows) > 1:
                 return None  # cut into single rows by `_fitting`
             return context, view_of_rows(rows, header, () if name == "table-all" else usual)
@@ -217,20 +243,30 @@ class DocumentViews:
         table = self.table_of(piece)
         if table is None:
             return []
-        return [c.start for c in table.children
-                if c.kind == "row" and piece.start < c.start < piece.end]
+        from bisect import bisect_left, bisect_right
+
+        _, starts, _ = self.rows_of(table)
+        return starts[bisect_right(starts, piece.start):bisect_left(starts, piece.end)]
 
 
-def chain_of(root: Any, start: int, end: int) -> list[Any]:
+def chain_of(root: Any, start: int, end: int,
+             starts: dict[int, list[int]] | None = None) -> list[Any]:
     """The sections holding [start, end), from the document's root down (`build_tree`'s
-    nodes: children sorted by start, not overlapping)."""
+    nodes: children sorted by start, not overlapping). `starts` caches each node's
+    children's starts between calls (one dict per document)."""
     from bisect import bisect_right
 
     chain = [root]
     node = root
     while node.children:
         kids = node.children
-        i = bisect_right([c.start for c in kids], start) - 1
+        if starts is None:
+            firsts = [c.start for c in kids]
+        else:
+            firsts = starts.get(id(node))
+            if firsts is None:
+                firsts = starts[id(node)] = [c.start for c in kids]
+        i = bisect_right(firsts, start) - 1
         if i < 0 or not (kids[i].start <= start and end <= kids[i].end):
             break
         node = kids[i]
@@ -300,7 +336,8 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         yield p, None
         return
     # a header row stays with the first row under it
-    if any(c.kind == "header" and p.start <= c.end <= bounds[0] for c in table.children):
+    header = views.rows_of(table)[2]
+    if header is not None and p.start <= header.end <= bounds[0]:
         bounds = bounds[1:]
         if not bounds:
             yield p, None
@@ -314,7 +351,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         best = None
         j = i
         while j < len(starts):
-            sub = _sub(p, starts[i], ends[j], text, table)
+            sub = _sub(p, starts[i], ends[j], text, views.rows_of(table), views.context_at)
             got = views.render(sub)
             if got is None:
                 break
@@ -326,8 +363,12 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             best = (j, sub, got, t)
             j += 1
         if best is None:  # one row whose view does not fit: it keeps its text
-            sub = _sub(p, starts[i], ends[i], text, table)
-            yield replace(sub, tokens=count(embed_of(sub.context, text[sub.start:sub.end]))), None
+            sub = _sub(p, starts[i], ends[i], text, views.rows_of(table), views.context_at)
+            t = count(embed_of(sub.context, text[sub.start:sub.end]))
+            if t > room:  # the piece's own context, which fitted with more rows
+                sub = replace(sub, context=p.context)
+                t = count(embed_of(sub.context, text[sub.start:sub.end]))
+            yield replace(sub, tokens=t), None
             i += 1
             continue
         j, sub, (context, view), t = best
@@ -335,7 +376,8 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         i = j + 1
 
 
-def _sub(p: Any, start: int, end: int, text: str, table: Any) -> Any:
+def _sub(p: Any, start: int, end: int, text: str, rows: tuple[list[Any], list[int], Any],
+         context_at: Callable[[int, int], str] | None = None) -> Any:
     """The rows of `p` in [start, end), trimmed like the fitter's pieces, with the row
     numbers of those rows (`merge_meta`'s rule: `*_start` the least, `*_end` the greatest)."""
     from .fitter import merge_meta
@@ -344,14 +386,19 @@ def _sub(p: Any, start: int, end: int, text: str, table: Any) -> Any:
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    run = [c for c in table.children if c.kind == "row" and c.start < end and c.end > start
-           and text[max(c.start, start):min(c.end, end)].strip()]
+    from bisect import bisect_left, bisect_right
+
+    kids, starts, _ = rows
+    lo = max(0, bisect_right(starts, start) - 1)
+    run = [c for c in kids[lo:bisect_left(starts, end)]
+           if c.start < end and c.end > start and text[max(c.start, start):min(c.end, end)].strip()]
     meta = dict(p.meta)
     for key in [k for k in meta if k == "row" or k.startswith("row_")]:
         meta.pop(key)
     if run:
         meta.update(merge_meta((), run))
-    return replace(p, start=start, end=end, meta=meta)
+    return replace(p, start=start, end=end, meta=meta,
+                   context=context_at(start, end) if context_at else p.context)
 
 
 #: view name -> what it does (the names a parser may declare)
