@@ -217,7 +217,8 @@ class DocumentViews:
                 and [c.strip() for c in _cells(line, self.delimiter)] != want)
             if name == "table-row" and len(rows) > 1:
                 return None  # cut into single rows by `_fitting`
-            return context, view_of_rows(rows, header, () if name == "table-all" else usual)
+            view = view_of_rows(rows, header, () if name == "table-all" else usual)
+            return (context, view) if view.strip() else None  # nothing left to label
         return None
 
     def whole_rows(self, table: Any, piece: Any) -> bool:
