@@ -111,13 +111,15 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
         sections.extend(cells.of(start, end))
     if cells.spent:
         sections = [s for s in sections if s.kind != "cell"]
-    meta = (("header", "detected" if has_header else "synthesised"), ("columns", columns))
+    meta = (("header", "detected" if has_header else "synthesised"), ("columns", columns),
+            ("delimiter", dialect.delimiter))
     # rows are cut between fields, and so is a header, or a table with no section under
     # it (a header alone)
     levels = (_FieldCuts(dialect), LINES, SENTENCES, WORDS)
     return ParsedDocument(source=source, format="csv", text=text, sections=tuple(sections),
                           title=name, warnings=tuple(warnings), meta=meta,
-                          leaf_splitters=tuple((k, levels) for k in ("row", "header", "table")))
+                          leaf_splitters=tuple((k, levels) for k in ("row", "header", "table")),
+                          views=(("row", "table"),))
 
 
 def _synthesised(columns: int, delimiter: str) -> str:

@@ -110,7 +110,7 @@ def parse(data: bytes, *, source: str, _fast: bool = True) -> ParsedDocument:
         raise ParseError(source, "Markdown nested too deeply") from e
     return ParsedDocument(source=source, format="markdown", text=text,
                           sections=tuple(sections), title=title, warnings=tuple(warnings),
-                          prose=True)
+                          prose=True, views=(("row", "table"),))
 
 
 def _tokenize_body(md, state, a: int, b: int, columns: int) -> list:

@@ -107,7 +107,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
                           sections=tuple(builder.sections), title=PurePath(source).name,
                           path_in_context=False, context=f"# {PurePath(source).name}",
                           warnings=tuple(warnings),
-                          meta=(("language", "python"),))
+                          meta=(("language", "python"),), views=(("*", "code"),))
 
 
 def _roots(src: bytes) -> Iterator[tuple[Node | None, int, int]]:

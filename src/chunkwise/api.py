@@ -21,13 +21,16 @@ from .model import Chunk, ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
 from .strategies import REGISTRY, Registered, Setup, StrategySpec, registered
 from .textio import LineCounter, source_name
+from .structure import build_tree
+from .views import apply_views, chain_of, parent_of
 
 log = logging.getLogger(__name__)
 
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 18
+CHUNKER_VERSION = 18  # 18: views (CSV and Markdown table rows), parent sections; kinds of whole
+# sections; PDF bylines are not headings
 _DEFAULT_LLM_TIMEOUT = 60.0
 
 
@@ -61,6 +64,11 @@ class Chunker:
             chunk in its document to its context, within the budget.
         context_cache: directory of the on-disk cache of those sentences (else in memory).
         context_tokens: budget share reserved for the sentence (default 64).
+        views: which of the views parsers declare are applied (`chunkwise.views`):
+            `default` (`table-row`: table rows as `column: value` lines, one row per chunk;
+            the code view measured worse and is opt-in), `all` (`code,table`), `none`
+            (every chunk embeds its text as it is), or a comma-separated list of view names
+            and variants (`code`, `table`, `table-row`, `code-split`, …).
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -70,7 +78,7 @@ class Chunker:
                  semantic_amount: float | None = None, semantic_window: int | None = None,
                  llm: Any = None, llm_timeout: float | None = None, contextualize: Any = False,
                  context_cache: str | os.PathLike | None = None,
-                 context_tokens: int | None = None) -> None:
+                 context_tokens: int | None = None, views: str = "default") -> None:
         keywords = dict(strategy.keywords) if isinstance(strategy, StrategySpec) else {}
         given = dict(embedder=embedder, semantic_threshold=semantic_threshold,
                      semantic_amount=semantic_amount, semantic_window=semantic_window, llm=llm,
@@ -92,6 +100,7 @@ class Chunker:
             raise ConfigError(f"overlap ({overlap}) must be less than half of max_tokens "
                               f"({max_tokens}{f' - reserve {reserve}' if reserve else ''})")
         row = registered(name)
+        self.views = _check_views(views)
         self.max_tokens = max_tokens
         self.reserve = reserve
         self._room = room
@@ -100,7 +109,8 @@ class Chunker:
         self.strategy = name
         # what rebuilds this Chunker in another process (see __reduce__)
         self._spec = {"max_tokens": max_tokens, "tokenizer": tokenizer, "overlap": overlap,
-                      "reserve": reserve, "strategy": name, "options": options, **keywords}
+                      "reserve": reserve, "strategy": name, "options": options,
+                      "views": views, **keywords}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(row, options, keywords)
         # the planning budget, less the room for a situating sentence and, unless the
@@ -109,6 +119,8 @@ class Chunker:
                                  - (0 if self._strategy.overlaps else overlap))
         if reserve:  # (none leaves every fingerprint, so every id, as it was)
             extra += f"|reserve={reserve}"
+        if views != "default":
+            extra += f"|views={','.join(sorted(self.views))}"
         self.fingerprint = hashlib.blake2b(
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
             digest_size=8
@@ -185,9 +197,12 @@ class Chunker:
             pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self._room)
+        root = build_tree(doc)
+        viewed = apply_views(doc, pieces, self.sizer.count, self._room, self.views, root)
         lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
-        return [self._chunk(doc, p, lines, doc_meta) for p in pieces]
+        starts: dict[int, list[int]] = {}
+        return [self._chunk(doc, p, lines, doc_meta, view, root, starts) for p, view in viewed]
 
     def chunk_bytes(self, data: bytes, *, source: str, format: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_bytes(data, source=source, format=format))
@@ -200,7 +215,8 @@ class Chunker:
         return self.chunk_document(parse_file(path, format=format, source=source))
 
     def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineCounter | None,
-               doc_meta: dict) -> Chunk:
+               doc_meta: dict, view: str | None = None, root: Any = None,
+               starts: dict[int, list[int]] | None = None) -> Chunk:
         text = doc.text[p.start:p.end]
         digest = hashlib.blake2b(digest_size=16)
         digest.update(f"{doc.source}\0{p.start}\0{p.end}\0{self.fingerprint}\0".encode())
@@ -210,10 +226,39 @@ class Chunker:
             meta["line_start"] = lines.line_of(p.start) + 1
             meta["line_end"] = lines.line_of(p.end - 1) + 1
         page_start, page_end = doc.pages_of(p.start, p.end)
+        owner = p.owner if root is None else parent_of(
+            chain_of(root, p.start, p.end, starts), p.start, p.end, doc.text)
+        parent = (parent_id(doc.source, owner.start, owner.end), owner.start, owner.end,
+                  owner.path)
         return Chunk(id=digest.hexdigest(), source=doc.source, format=doc.format, text=text,
                      start=p.start, end=p.end, context=p.context, section_path=p.owner.path,
                      page_start=page_start, page_end=page_end, kinds=p.kinds, tokens=p.tokens,
-                     meta=meta)
+                     meta=meta, view=view or "", parent=parent)
+
+
+def parent_id(source: str, start: int, end: int) -> str:
+    """The id of the section [start, end) of `source`: every chunk inside it records it."""
+    return hashlib.blake2b(f"{source}\0{start}\0{end}".encode("utf-8", "surrogatepass"),
+                           digest_size=8).hexdigest()
+
+
+def _check_views(views: str) -> frozenset[str]:
+    from .views import DEFAULT_VIEWS, VARIANTS, VIEWS
+
+    if not isinstance(views, str):
+        raise ConfigError(f"views must be a string, got {views!r}")
+    if views == "default":
+        return frozenset(DEFAULT_VIEWS)
+    if views == "all":
+        return frozenset(VIEWS)
+    if views == "none":
+        return frozenset()
+    names = {v.strip() for v in views.split(",") if v.strip()}
+    unknown = sorted(names - set(VIEWS) - set(VARIANTS))
+    if unknown:
+        raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: default, all, none, "
+                          f"{', '.join(VIEWS)}")
+    return frozenset(names)
 
 
 def _rebuild_chunker(spec: dict[str, Any]) -> Chunker:

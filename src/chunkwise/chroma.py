@@ -39,7 +39,7 @@ RESERVED_KEYS = frozenset({
     "source", "format", "start", "end", "chunk_index", "chunk_count", "tokens", "context",
     "section_path", "section_path_list", "kinds", "page_start", "page_end", "content_hash",
     "options", "embed_hash", "_node_content", "_node_type", "document_id", "doc_id",
-    "ref_doc_id",
+    "ref_doc_id", "parent_id", "parent_start", "parent_end", "parent_path",
 })
 #: the chunk fields a LlamaIndex node read back from the store carries as its metadata
 NODE_METADATA = ("source", "format", "section_path", "page_start", "page_end", "kinds",
@@ -110,6 +110,9 @@ def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
         meta["page_start"] = chunk.page_start
     if chunk.page_end is not None:
         meta["page_end"] = chunk.page_end
+    if chunk.parent is not None:
+        meta["parent_id"], meta["parent_start"], meta["parent_end"], path = chunk.parent
+        meta["parent_path"] = " > ".join(path)
     extra = flatten_metadata(chunk.meta)
     for key, value in extra.items():
         meta[f"meta.{key}" if key in RESERVED_KEYS else key] = value
@@ -506,6 +509,46 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
     space = _space(col)
     return [_hit(i, d, m, dist, space) for i, d, m, dist in
             zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+
+
+def expand_hits(hits: Sequence[Hit], *, tokens: int, client: Any = None,
+                db_path: str | os.PathLike | None = None, host: str | None = None,
+                port: int | None = None, collection: str = DEFAULT_COLLECTION,
+                timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
+    """Each hit replaced by its parent section cut to `tokens` (`chunkwise.expand`): its
+    text, span (`start`/`end` in metadata) and `tokens` become the section's; `expanded`
+    says how many chunks it joins. A hit without a recorded parent stays as it is."""
+    from .expand import Member, expand, section_of
+
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = _open_for_query(c, collection, RETRY_DELAYS)
+    out = []
+    for h in hits:
+        sec = section_of(h.metadata)
+        if sec is None:
+            out.append(h)
+            continue
+        # the stored chunks inside the section tile it (with overlap 0, invariant 3)
+        got = with_retries(lambda: col.get(where={"$and": [{"source": h.source},
+                                                          {"start": {"$gte": sec[1]}},
+                                                          {"end": {"$lte": sec[2]}}]},
+                                           include=["documents", "metadatas"]),
+                           "read a section", RETRY_DELAYS)
+        members = sorted((Member(int(m["start"]), int(m["end"]), int(m.get("tokens", 0)), d or "")
+                          for d, m in zip(got["documents"], got["metadatas"])),
+                         key=lambda m: m.start)
+        start = int(h.metadata.get("start", 0))
+        at = next((i for i, m in enumerate(members) if m.start == start), None)
+        if at is None:
+            out.append(h)
+            continue
+        e = expand(members, at, max(tokens, members[at].tokens))
+        meta = {**h.metadata, "start": e.start, "end": e.end, "tokens": e.tokens,
+                "expanded": e.chunks}
+        out.append(Hit(h.id, h.source, e.text, h.distance, h.section_path, h.page_start,
+                       h.page_end, h.context, meta))
+    return out
 
 
 def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,

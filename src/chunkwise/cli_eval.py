@@ -59,7 +59,10 @@ def register(subparsers: Any) -> None:
     g = p.add_argument_group("comparing strategies")
     g.add_argument("--compare", default=None, metavar="LIST",
                    help="strategies to compare, comma-separated (collections eval-<strategy> "
-                        "in --db, else in a temporary database)")
+                        "in --db, else in a temporary database); also other libraries' "
+                        "chunkers: langchain:recursive, llamaindex:sentence, "
+                        "llamaindex:markdown, chonkie:recursive (pip install "
+                        "'chunkwise[compare]'; see chunkwise.peers)")
     g.add_argument("--corpus", nargs="+", default=None, metavar="PATH",
                    help="files and folders to ingest for --compare")
     g.add_argument("--max-tokens", type=int, default=256, metavar="N",
@@ -78,7 +81,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .eval import QuestionsError, compare, differences, evaluate, load_questions, parse_ks
+    from .eval import (QuestionsError, compare, differences, evaluate, load_questions, parse_ks,
+                       split_names)
 
     ks = parse_ks(args.k)
     if args.compare is None and args.corpus:
@@ -100,7 +104,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             reports = [evaluate(qset, ks=ks, embedder=args.embedder, exact=args.exact,
                                 relevance=args.relevance, **store_location(args))]
         else:
-            reports = compare(qset, args.corpus, args.compare.split(","), ks=ks,
+            reports = compare(qset, args.corpus, split_names(args.compare), ks=ks,
                               db_path=args.db, max_tokens=args.max_tokens,
                               tokenizer=args.tokenizer, overlap=args.overlap,
                               embedder=args.embedder, on_ingest=_ingested,
@@ -113,7 +117,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     diffs = None
     if args.compare is not None and len(reports) > 1:
-        reference = next(s.strip() for s in args.compare.split(",") if s.strip())
+        reference = split_names(args.compare)[0]
         diffs = (reference, differences(reports, reference, _diff_metrics(reports[0])))
     if args.json:
         if args.compare is None:
@@ -142,6 +146,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _ingested(strategy: str, report: Any) -> None:
     for source, reason in report.failed:
         print(f"{source}: {reason}", file=sys.stderr)
+    if hasattr(report, "located"):  # a peer (chunkwise.peers.PeerRun)
+        how = ", ".join(f"{n} by {k}" for k, n in sorted(report.located.items()))
+        print(f"eval: {strategy}: {report.files} files, {len(report.chunks)} chunks, located "
+              f"in the canonical text: {how}", file=sys.stderr)
+        return
     print(f"eval: {strategy}: {report.files} files, {report.chunks} chunks "
           f"({report.written} embedded) in {report.seconds.get('total', 0):.1f}s",
           file=sys.stderr)
@@ -177,15 +186,21 @@ def format_comparison(reports: Sequence[Any]) -> str:
                                         f"precision@{at}", f"iou@{at}", "answerable"]
     width = max(8, *(len(r.strategy or r.collection) for r in reports))
     head = f"{'strategy':<{width}}  " + "  ".join(f"{c:>{max(6, len(c))}}" for c in cols)
-    head += f"  {'chunks':>7}  {'tokens':>6}"
+    head += f"  {'chunks':>7}  {'tokens':>6}  {f'tokens@{at}':>9}"
     lines = [head]
     for r in reports:
         row = f"{(r.strategy or r.collection):<{width}}  "
         row += "  ".join(f"{_f(r.metrics.get(c)):>{max(6, len(c))}}" for c in cols)
-        row += f"  {r.chunks:>7}  {r.mean_tokens:>6.1f}"
+        row += f"  {r.chunks:>7}  {r.mean_tokens:>6.1f}  {r.metrics.get(f'tokens@{at}', 0):>9.0f}"
         lines.append(row)
     lines.append(f"{reports[0].questions} questions ({reports[0].with_spans} with a reference "
-                 f"span{_rule(reports[0])}); best first by MRR")
+                 f"span{_rule(reports[0])}); best first by MRR; tokens@{at}: tokens of the top "
+                 f"{at} chunks' embed texts, the context each pipeline spends")
+    peers = [r for r in reports if r.located]
+    if peers:
+        lines.append("peers' chunks located in the canonical text: " + "; ".join(
+            f"{r.strategy} " + ", ".join(f"{n} by {k}" for k, n in sorted(r.located.items()))
+            for r in peers) + " (chunkwise.peers)")
     return "\n".join(lines)
 
 

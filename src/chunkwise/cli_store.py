@@ -114,6 +114,11 @@ def register(subparsers: Any) -> None:
                    help="embedder for the query (default: the one the collection was built with)")
     p.add_argument("--full", action="store_true", help="print whole chunk texts")
     p.add_argument("--json", action="store_true", help="print the hits as JSON")
+    p.add_argument("--expand", choices=("section",), default=None,
+                   help="return each hit's enclosing section (its chunks around the hit, "
+                        "within --expand-tokens) instead of the bare chunk")
+    p.add_argument("--expand-tokens", type=int, default=512, metavar="N",
+                   help="token budget of an expanded section (default 512)")
     p.set_defaults(func=cmd_query)
 
 
@@ -262,6 +267,14 @@ def cmd_query(args: argparse.Namespace) -> int:
         if not isinstance(where, dict):
             raise ConfigError("--where must be a JSON object")
     hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
+    if args.expand == "section":
+        from .chroma import expand_hits
+
+        if args.expand_tokens < 1:
+            raise ConfigError("--expand-tokens must be a positive integer")
+        location = {k: v for k, v in store_location(args).items()
+                    if k in ("db_path", "host", "port", "collection", "timeout")}
+        hits = expand_hits(hits, tokens=args.expand_tokens, **location)
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
         return 0

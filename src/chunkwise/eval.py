@@ -409,6 +409,7 @@ class RetrievedChunk:
     end: int
     units: int
     distance: float
+    tokens: int = 0
 
 
 @dataclass
@@ -432,7 +433,8 @@ class QuestionResult:
             "source_rank": self.source_rank,
             "relevant_in_collection": self.n_relevant,
             "retrieved": [{"source": c.source, "start": c.start, "end": c.end,
-                           "distance": round(c.distance, 6)} for c in self.retrieved],
+                           "distance": round(c.distance, 6), "tokens": c.tokens}
+                          for c in self.retrieved],
         }
         if self.scores:
             out["scores"] = {str(k): {"recall": s.recall, "precision": s.precision, "iou": s.iou}
@@ -455,6 +457,8 @@ class EvalReport:
     strategy: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     relevance: str = "overlap"
+    #: peers only: how many chunks were located in the canonical text each way (`peers`)
+    located: dict[str, int] | None = None
 
     @property
     def questions(self) -> int:
@@ -473,6 +477,8 @@ class EvalReport:
             "metrics": {k: round(v, 6) for k, v in self.metrics.items()},
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
+        if self.located is not None:
+            out["located"] = dict(self.located)
         if details:
             out["results"] = [r.to_dict() for r in self.results]
         return out
@@ -498,8 +504,13 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              port: int | None = None, embedder: Any = None,
              retry_delays: Sequence[float] | None = None, timeout: float | None = None,
              cwd: str | os.PathLike | None = None, strategy: str | None = None,
-             exact: bool = False, relevance: str = "overlap") -> EvalReport:
+             exact: bool = False, relevance: str = "overlap",
+             expand_tokens: int | None = None) -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
+
+    With `expand_tokens`, each retrieved chunk is replaced by its parent section cut to that
+    many tokens around it (`chunkwise.expand`, what `query --expand section` returns): the
+    score is then that of small-to-big retrieval, and `tokens@k` its context cost.
 
     With `exact`, the nearest chunks are found by brute force over every stored vector
     (`chunkwise.chroma.search_exact`) rather than through Chroma's approximate HNSW index:
@@ -521,13 +532,44 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     if timeout is not None:
         location["timeout"] = timeout
     t0 = time.perf_counter()
+    from .expand import Member, expand, section_of
+
     spans: dict[str, list[tuple[int, int]]] = {}
     tokens: list[int] = []
+    members_of: dict[str, list[Member]] = {}
+    units_at: dict[tuple[str, int], int] = {}
     for _id, _doc, meta in iter_collection(**location):
         src = str(meta.get("source", ""))
         spans.setdefault(src, []).append((int(meta.get("start", 0)), int(meta.get("end", 0))))
         if isinstance(meta.get("tokens"), int):
             tokens.append(meta["tokens"])
+        if expand_tokens:
+            start = int(meta.get("start", 0))
+            members_of.setdefault(src, []).append(Member(
+                start, int(meta.get("end", 0)), int(meta.get("tokens") or 0)))
+            units_at[(src, start)] = count_units(_doc or "")
+    starts_of = {}
+    for src, members in members_of.items():
+        members.sort(key=lambda m: m.start)
+        starts_of[src] = [m.start for m in members]
+
+    def expanded(c: RetrievedChunk, meta: Mapping[str, Any]) -> RetrievedChunk:
+        """The hit's section cut to `expand_tokens`: the stored chunks inside the section
+        (they tile it) around the hit."""
+        from bisect import bisect_left
+
+        sec = section_of(meta)
+        if sec is None or c.source not in members_of:
+            return c
+        ms, st = members_of[c.source], starts_of[c.source]
+        members = [m for m in ms[bisect_left(st, sec[1]):bisect_left(st, sec[2])]
+                   if m.end <= sec[2]]
+        at = next((i for i, m in enumerate(members) if m.start == c.start), None)
+        if at is None:
+            return c
+        e = expand(members, at, max(expand_tokens, members[at].tokens))
+        units = sum(units_at[(c.source, m.start)] for m in members if e.start <= m.start < e.end)
+        return RetrievedChunk(c.source, e.start, e.end, units, c.distance, e.tokens)
     matched = match_sources(qset, spans, cwd=cwd)
     t1 = time.perf_counter()
     counters = {p: UnitCounter(t) for p, t in qset.texts.items()}
@@ -542,7 +584,10 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     for i, (q, hits) in enumerate(zip(qset.questions, answers)):
         retrieved = [RetrievedChunk(h.source, int(h.metadata.get("start", 0)),
                                     int(h.metadata.get("end", 0)), count_units(h.text),
-                                    h.distance) for h in hits]
+                                    h.distance, int(h.metadata.get("tokens") or 0))
+                     for h in hits]
+        if expand_tokens:
+            retrieved = [expanded(c, h.metadata) for c, h in zip(retrieved, hits)]
         results.append(_score(q, matched[i], retrieved, spans[matched[i]], ks,
                               counters.get(q.path), relevance))
     t2 = time.perf_counter()
@@ -598,6 +643,8 @@ def summarise(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
         out[f"source_hit@{k}"] = sum(r.source_rank is not None and r.source_rank <= k
                                      for r in results) / n
     out["mrr"] = sum(reciprocal_rank(r.relevant) for r in results) / n
+    for k in ks:  # the context a pipeline spends: tokens of the top k chunks' embed texts
+        out[f"tokens@{k}"] = sum(sum(c.tokens for c in r.retrieved[:k]) for r in results) / n
     out["answerable"] = sum(r.n_relevant > 0 for r in results) / n
     for k in ks:
         out[f"ndcg@{k}"] = sum(ndcg(r.relevant, k, r.n_relevant) for r in results) / n
@@ -657,6 +704,39 @@ def differences(reports: Sequence[EvalReport], reference: str,
 
 
 # -- comparing strategies -------------------------------------------------------------------
+def split_names(spec: str) -> list[str]:
+    """`--compare`'s list: names separated by commas outside brackets
+    (`structure,structure[max_tokens=128,expand=512]` is two names)."""
+    out, depth, cur = [], 0, []
+    for ch in spec:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    return [n for n in out if n]
+
+
+def strategy_variant(name: str) -> tuple[str, dict[str, Any]]:
+    """`structure[views=none,max_tokens=128]` -> ("structure", {"views": "none",
+    "max_tokens": 128}): a strategy with Chunker options, so that `--compare` can set two
+    variants of one strategy side by side (values that are digits are integers; a list
+    inside an option's value is separated by `+`: `views=code+table`)."""
+    m = re.fullmatch(r"([\w-]+)(?:\[(.*)\])?", name.strip())
+    if m is None:
+        raise ConfigError(f"cannot read strategy {name!r}: expected NAME or NAME[key=value,...]")
+    options: dict[str, Any] = {}
+    for part in filter(None, (m.group(2) or "").split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"strategy {name!r}: expected key=value, got {part!r}")
+        value = value.strip().replace("+", ",")
+        options[key.strip()] = int(value) if value.isdigit() else value
+    return m.group(1), options
+
+
 def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: Sequence[str], *,
             ks: Sequence[int] = DEFAULT_KS, db_path: str | os.PathLike | None = None,
             max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -675,21 +755,36 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     from .pipeline import ingest
     from .strategies import STRATEGIES
     from .embeddings import cached_embedder, resolve_embedder
+    from .peers import PEERS
 
     ks = parse_ks(ks)
     check_relevance(relevance)
     names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
     if not names:
         raise ConfigError("no strategies to compare")
-    unknown = [s for s in names if s not in STRATEGIES]
+    from .peers import check_peer, corpus_files, is_peer, run_peer, store_peer
+
+    for name in names:
+        if is_peer(name):
+            check_peer(name)
+    peers = [s for s in names if is_peer(s)]
+    variants = {s: strategy_variant(s) for s in names if s not in peers}
+    unknown = [s for s, (base, _) in variants.items() if base not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strateg{'ies' if len(unknown) > 1 else 'y'} "
-                          f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)}")
+                          f"{', '.join(map(repr, unknown))}; known: {', '.join(STRATEGIES)} "
+                          f"and the peers {', '.join(PEERS)}")
     embedder = resolve_embedder(embedder)
     if embed_cache is not None:
         embedder = cached_embedder(embedder, embed_cache)
-    chunkers = {s: Chunker(strategy=s, max_tokens=max_tokens, tokenizer=tokenizer,
-                           overlap=overlap) for s in names}
+    chunkers = {}
+    expands = {s: options.pop("expand", None) for s, (_, options) in variants.items()}
+    for s, (base, options) in variants.items():
+        try:
+            chunkers[s] = Chunker(**{"strategy": base, "max_tokens": max_tokens,
+                                     "tokenizer": tokenizer, "overlap": overlap, **options})
+        except TypeError as e:
+            raise ConfigError(f"strategy {s!r}: {e}") from None
     if not corpus:
         raise ConfigError("no corpus paths to ingest (--corpus)")
     tmp = None
@@ -698,8 +793,23 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
         db_path = tmp.name
     try:
         reports = []
+        for name in peers:
+            collection = "eval-" + name.replace(":", "-")
+            t0 = time.perf_counter()
+            run = run_peer(name, corpus_files(corpus), max_tokens=max_tokens,
+                           tokenizer=tokenizer)
+            store_peer(run, db_path=db_path, collection=collection, embedder=embedder)
+            seconds = time.perf_counter() - t0
+            if on_ingest is not None:
+                on_ingest(name, run)
+            report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
+                              embedder=embedder, strategy=name, exact=True,
+                              relevance=relevance)
+            report.seconds["ingest"] = seconds
+            report.located = run.located
+            reports.append(report)
         for name, chunker in chunkers.items():
-            collection = f"eval-{name}"
+            collection = "eval-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
             t0 = time.perf_counter()
             ingested = ingest(corpus, chunker=chunker, db_path=db_path, collection=collection,
                               embedder=embedder)
@@ -708,7 +818,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
                 on_ingest(name, ingested)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
                               embedder=embedder, strategy=name, exact=True,
-                              relevance=relevance)
+                              relevance=relevance, expand_tokens=expands[name])
             report.seconds["ingest"] = seconds
             reports.append(report)
     finally:

@@ -95,6 +95,9 @@ class ParsedDocument:
     line_numbers: bool = True
     """Whether the canonical text is the file's text line for line, so chunks record
     `line_start`/`line_end`. Parsers that extract text (HTML, PDF) set it False."""
+    views: tuple[tuple[str, str], ...] = ()
+    """(section kind, view name): what the embedder sees of chunks holding sections of that
+    kind (`chunkwise.views`: `code`, `table`); `"*"` for every kind. Empty: the text as is."""
 
     def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
         """1-based first and last page of the span [start, end), or (None, None)."""
@@ -135,11 +138,18 @@ class Chunk:
     """Token count of `embed_text` under the chosen tokenizer."""
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Format metadata (symbol, line_start, row_start, …): flat scalars only."""
+    view: str = ""
+    """What is embedded in place of `text` when the parser declares a view for the chunk's
+    kind (`chunkwise.views`), else "" (the text itself is embedded)."""
+    parent: tuple[str, int, int, tuple[str, ...]] | None = None
+    """The section enclosing the chunk: (id, start, end, heading path); id is the hash of
+    (source, start, end), the same for every chunk of that section (small-to-big retrieval)."""
 
     def __init__(self, id: str, source: str, format: str, text: str, start: int, end: int,
                  context: str, section_path: tuple[str, ...], page_start: int | None,
                  page_end: int | None, kinds: tuple[str, ...], tokens: int,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, view: str = "",
+                 parent: tuple[str, int, int, tuple[str, ...]] | None = None) -> None:
         # Through the slots' own setters, as `Section.__init__`: 1.1 µs a chunk instead of
         # the generated frozen __init__'s 1.7 µs (about 1% of chunking Markdown at 512
         # tokens). `meta` defaults to a new dict, as the field's default factory does.
@@ -156,11 +166,15 @@ class Chunk:
         _SET_KINDS(self, kinds)
         _SET_TOKENS(self, tokens)
         _SET_CHUNK_META(self, {} if meta is None else meta)
+        _SET_VIEW(self, view)
+        _SET_PARENT(self, parent)
 
     @property
     def embed_text(self) -> str:
-        """The string that is embedded and counted against the budget."""
-        return f"{self.context}\n\n{self.text}" if self.context else self.text
+        """The string that is embedded and counted against the budget: the context, then
+        the view of the text (the text itself unless the parser declares a view)."""
+        body = self.view or self.text
+        return f"{self.context}\n\n{body}" if self.context else body
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of the contract (`chunkwise chunk --jsonl`)."""
@@ -178,11 +192,14 @@ class Chunk:
             "kinds": list(self.kinds),
             "tokens": self.tokens,
             "meta": dict(self.meta),
+            **({"view": self.view} if self.view else {}),
+            **({"parent": {"id": self.parent[0], "start": self.parent[1], "end": self.parent[2],
+                           "section_path": list(self.parent[3])}} if self.parent else {}),
         }
 
 
 (_SET_ID, _SET_SOURCE, _SET_FORMAT, _SET_TEXT, _SET_CHUNK_START, _SET_CHUNK_END,
  _SET_CHUNK_CONTEXT, _SET_SECTION_PATH, _SET_PAGE_START, _SET_PAGE_END, _SET_KINDS, _SET_TOKENS,
- _SET_CHUNK_META) = (Chunk.__dict__[name].__set__ for name in (
+ _SET_CHUNK_META, _SET_VIEW, _SET_PARENT) = (Chunk.__dict__[name].__set__ for name in (
     "id", "source", "format", "text", "start", "end", "context", "section_path", "page_start",
-    "page_end", "kinds", "tokens", "meta"))
+    "page_end", "kinds", "tokens", "meta", "view", "parent"))

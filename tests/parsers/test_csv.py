@@ -56,7 +56,7 @@ def test_rows_header_context_and_meta():
     assert [doc.text[r.start:r.end] for r in rows] == ['1,"hello, world"', '2,"two\nlines"',
                                                       "3,plain"]
     assert [dict(r.meta) for r in rows][1] == {"row": 2, "row_start": 2, "row_end": 2}
-    assert dict(doc.meta) == {"header": "detected", "columns": 2}
+    assert dict(doc.meta) == {"header": "detected", "columns": 2, "delimiter": ","}
 
 
 def test_synthesised_header_when_first_row_is_data():
@@ -292,7 +292,9 @@ def _check_table_chunks(path, chunker: Chunker) -> list:
             whole = f"{path.name}\n{header}\n\n{text[a:b]}" if k else text[a:b]
             assert chunker.sizer.count(whole) > chunker.max_tokens
             assert c.meta.get("row_start", 0) == k
-        if c.start > records[0][0]:
+        if c.view:  # column: value lines (chunkwise.views) name the columns themselves
+            assert c.context == path.name
+        elif c.start > records[0][0]:
             # the header, or as much of it as the context limit (half the budget) allows
             assert c.context.startswith(path.name)
             assert header.startswith(c.context[len(path.name) + 1:])
@@ -301,9 +303,12 @@ def _check_table_chunks(path, chunker: Chunker) -> list:
 
 def test_fixture_rows_never_split_and_context_is_header():
     path = FIXTURES / "538__trump-poll-tweets.csv"
-    chunks = _check_table_chunks(path, Chunker(max_tokens=128))
+    plain = _check_table_chunks(path, Chunker(max_tokens=128, views="none"))
     assert all(c.context == "538__trump-poll-tweets.csv\nid,created_at,text"
-               for c in chunks[1:])
+               for c in plain[1:])
+    chunks = _check_table_chunks(path, Chunker(max_tokens=128))
+    assert all(c.context == "538__trump-poll-tweets.csv" and c.view.startswith("id: ")
+               and c.meta["row_start"] == c.meta["row_end"] for c in chunks[1:])
     assert chunks[0].text.startswith("id,created_at,text\n")
     multi = [c for c in chunks if '"Great new poll - thank you!\n' in c.text]
     assert multi  # the embedded newline stayed inside its chunk

@@ -128,11 +128,16 @@ def test_mkdocs_admonition_and_tab_bodies_are_parsed_as_markdown():
 def test_table_in_a_tab_repeats_its_header_without_the_indentation():
     rows = "\n".join(f"    | row {i} | value {i} |" for i in range(60))
     md = f'# T\n\n=== "Tab"\n\n    | name | value |\n    |------|-------|\n{rows}\n'
-    chunks = chunk_text(md, format="markdown", max_tokens=96)
+    chunks = chunk_text(md, format="markdown", max_tokens=96, views="none")
     later = chunks[1:]
     assert len(later) > 2
     for c in later:
         assert c.context.endswith('=== "Tab"\n| name | value |\n|------|-------|'), c.context
+    # the default view labels each row instead (chunkwise.views): the header leaves the context
+    viewed = [c for c in chunk_text(md, format="markdown", max_tokens=96) if c.view]
+    assert len(viewed) >= 59
+    for c in viewed:
+        assert c.context == 'T\n=== "Tab"' and c.view.startswith("name: row ")
 
 
 def test_mkdocs_bodies_nested_past_the_limit_stay_code():
@@ -153,12 +158,15 @@ def test_mkdocs_bodies_nested_past_the_limit_stay_code():
 def test_table_split_repeats_header_and_never_splits_rows():
     rows = "\n".join(f"| row {i} | value number {i} |" for i in range(200))
     md = f"# T\n\n| name | value |\n|---|---|\n{rows}\n"
-    chunks = chunk_text(md, format="markdown", max_tokens=64)
+    chunks = chunk_text(md, format="markdown", max_tokens=64, views="none")
     assert len(chunks) > 5
     for c in chunks[1:]:
         assert "| name | value |" in c.context
         assert all(line.startswith("| row") and line.endswith("|") for line in c.text.split("\n"))
     assert "| name | value |" in chunks[0].text
+    one = chunk_text(md, format="markdown", max_tokens=64)  # default: a row per chunk, labelled
+    assert [c.view for c in one[1:4]] == [f"name: row {i}\nvalue: value number {i}"
+                                         for i in (1, 2, 3)]
 
 
 def test_code_fence_split_keeps_lines_and_language():

@@ -1,0 +1,94 @@
+"""Peers in `eval --compare` (chunkwise.peers): each runs on every fixture format, its chunks
+are located in chunkwise's canonical text, and the spans hold what the peer's chunk holds."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from chunkwise.api import parse_file
+from chunkwise.errors import ConfigError
+from chunkwise.eval import count_units
+from chunkwise.peers import PEERS, Locator, check_peer, corpus_files, is_peer, run_peer
+
+from conftest import FIXTURES
+
+AVAILABLE = []
+for _name in PEERS:
+    try:
+        check_peer(_name)
+        AVAILABLE.append(_name)
+    except ImportError:
+        pass
+
+
+def test_locator_offsets_and_search():
+    canonical = "Title\n\nFirst  paragraph here.\n\nSecond paragraph,\nwith a line break."
+    loc = Locator(canonical)
+    assert loc.at_offset("First  paragraph here.", 7) == (7, 29)
+    assert loc.at_offset("First paragraph here.", 7) is None  # not the exact text there
+    span, how = loc.search("Second paragraph, with a line break.")
+    assert how == "search" and canonical[span[0]:span[1]] == canonical[31:]
+    # glued words (HTML get_text) and a line that is not in the canonical text
+    text = "x" * 40 + "Secondparagraph,withalinebreak."
+    loc = Locator("y" * 50 + "\n" + "x" * 40 + "\nSecond paragraph,\nwith a line break.")
+    span, how = loc.search("zzzz" * 10 + text)
+    assert how == "search-anchors"
+    assert loc.canonical[span[0]:span[1]].endswith("break.")
+    assert Locator("abc").search("nothing like it") == (None, "none")
+
+
+def test_unknown_peer_is_a_config_error():
+    assert is_peer("langchain:recursive") and not is_peer("structure")
+    with pytest.raises(ConfigError, match="unknown peer"):
+        check_peer("langchain:nothing")
+
+
+@pytest.mark.parametrize("name", AVAILABLE)
+def test_peer_chunks_every_fixture_and_locates_them(name):
+    files = corpus_files([FIXTURES])
+    run = run_peer(name, files, max_tokens=128)
+    assert not run.failed
+    assert run.files == len(files)
+    by_source = {s: parse_file(p).text for p, s in files}
+    assert {c.source for c in run.chunks} == set(by_source)
+    located = [c for c in run.chunks if c.located != "none"]
+    assert len(located) >= 0.95 * len(run.chunks)
+    for c in located:
+        span = by_source[c.source][c.start:c.end]
+        if c.located in ("offset", "search"):  # the same non-whitespace characters
+            assert "".join(span.split()) == "".join(c.text.split())
+        else:  # anchored: most of it
+            assert count_units(span) >= 0.3 * count_units(c.text)
+    # text formats come with offsets that hold
+    md = [c for c in run.chunks if c.source.endswith(".md")]
+    assert md and all(c.located == "offset" for c in md)
+    if name != "llamaindex:markdown":  # MarkdownNodeParser has no size limit
+        assert max(c.tokens for c in run.chunks) <= 128 + 2
+
+
+@pytest.mark.skipif("langchain:recursive" not in AVAILABLE, reason="langchain not installed")
+def test_eval_compare_with_a_peer(tmp_path, capsys):
+    """End to end with the real model: a peer and chunkwise on one fixture, both scored."""
+    from chunkwise.cli import main
+
+    src = FIXTURES / "fastapi__features.md"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / src.name).write_bytes(src.read_bytes())
+    text = parse_file(src).text
+    excerpt = next(p for p in text.split("\n\n") if len(p) > 200)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": excerpt[:120], "source": src.name,
+                             "excerpt": excerpt}) + "\n")
+    rc = main(["eval", str(q), "--compare", "structure,langchain:recursive", "--corpus",
+               str(corpus), "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    names = {s["strategy"]: s for s in out["strategies"]}
+    peer = names["langchain:recursive"]
+    assert peer["located"] == {"offset": peer["chunks"]}
+    assert peer["metrics"]["hit@10"] == 1.0  # the question is the answer's own first words
+    assert "langchain:recursive" in out["differences"]["minus"]

@@ -1,0 +1,43 @@
+"""The code-and-tables question set (tests/data/questions_code_tables.jsonl, issue 22): valid
+against the shared corpus, every excerpt verbatim and located once, split by kind and into a
+tuning part and a held-out part."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from chunkwise.eval import load_questions
+
+from conftest import CORPUS
+
+DATA = Path(__file__).resolve().parent / "data"
+QFILE = DATA / "questions_code_tables.jsonl"
+
+
+def test_code_tables_question_set_is_valid():
+    if not CORPUS.is_dir():
+        pytest.skip(f"shared corpus not present ({CORPUS})")
+    rows = [json.loads(l) for l in QFILE.read_text(encoding="utf-8").splitlines() if l.strip()]
+    assert len(rows) >= 80
+    kinds = Counter(r["kind"] for r in rows)
+    assert set(kinds) == {"code", "csv", "table"} and min(kinds.values()) >= 15, kinds
+    splits = Counter(r["split"] for r in rows)
+    assert set(splits) == {"tune", "heldout"} and splits["heldout"] >= 20, splits
+    assert len({r["question"] for r in rows}) == len(rows)
+    old = {json.loads(l)["question"] for l in (DATA / "questions.jsonl").read_text(
+        encoding="utf-8").splitlines() if l.strip()}
+    assert not old & {r["question"] for r in rows}
+    for r in rows:
+        folder = r["source"].split("/")[0]
+        assert folder == {"code": "code", "csv": "csv"}.get(r["kind"], folder)
+        assert r["kind"] != "table" or folder in ("markdown", "html", "pdf")
+    qs = load_questions(QFILE, root=CORPUS)  # every excerpt located exactly once
+    for q in qs.questions:
+        text = qs.texts[q.path]
+        assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
+        assert text[q.start:q.end] == q.excerpt
+        assert 20 <= len(q.excerpt) <= 800, qs.where(q)

@@ -1,0 +1,154 @@
+"""Views (chunkwise.views) and parent sections: what the embedder sees of code and table
+chunks, on the real fixtures, with the chunk contract holding on the viewed embed text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chunkwise.api import Chunker, parse_file
+from chunkwise.errors import ConfigError
+from chunkwise.views import split_identifiers, view_of_rows
+
+from conftest import FIXTURES
+from contract import check_contract
+
+
+def test_split_identifiers():
+    assert split_identifiers("get_max_batch_size(x)") == "get max batch size(x)"
+    assert split_identifiers("class ReadingOrderModel:") == "class Reading Order Model:"
+    # underscores only at the ends (dunder, private) are kept: nothing to split
+    assert split_identifiers("HTTPException and _private and __init__") == \
+        "HTTP Exception and _private and __init__"
+    assert split_identifiers("_get_typed_signature") == "get typed signature"
+    assert split_identifiers("plain words stay, x1 too") == "plain words stay, x1 too"
+
+
+def test_view_of_rows_leaves_out_empty_and_usual_values():
+    header = ["EPISODE", "TITLE", "CABIN", "LAKE_SHORE"]
+    rows = [["S01E01", "A WALK", "0", "1"], ["S01E02", "", "1", "0"]]
+    assert view_of_rows(rows, header, [None, None, "0", None]) == (
+        "EPISODE: S01E01\nTITLE: A WALK\nLAKE SHORE: 1\n\n"
+        "EPISODE: S01E02\nCABIN: 1\nLAKE SHORE: 0")
+
+
+@pytest.mark.parametrize("name", ["538__trump-poll-tweets.csv", "fastapi__fastapi__background.py",
+                                  "fastapi__fastapi__concurrency.py",
+                                  "mkdocs-material__reference__data-tables.md"])
+@pytest.mark.parametrize("views", ["default", "all", "table", "code-split", "code-name",
+                                   "table-all"])
+def test_contract_holds_with_views(name, views):
+    chunker = Chunker(max_tokens=128, views=views)
+    chunks = check_contract((FIXTURES / name).read_bytes(), name, chunker)
+    for c in chunks:
+        assert c.embed_text == (f"{c.context}\n\n{c.view or c.text}" if c.context
+                                else c.view or c.text)
+        assert "view" not in c.meta
+
+
+def test_csv_rows_are_viewed_as_column_value_lines():
+    path = FIXTURES / "538__trump-poll-tweets.csv"
+    header = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    chunks = Chunker(views="table").chunk_file(path)  # rows grouped as they fit
+    viewed = [c for c in chunks if c.view]
+    assert len(viewed) >= 0.9 * len(chunks)
+    for c in viewed:
+        assert c.view.startswith("id: ") and "\ntext: " in c.view
+        assert header not in c.context  # the labels carry the header
+        rows = c.meta["row_end"] - c.meta["row_start"] + 1
+        assert c.view.count("\n\nid: ") == rows - 1
+    one = Chunker().chunk_file(path)  # the default: one row per chunk
+    assert [(c.start, c.end) for c in one] == [
+        (c.start, c.end) for c in Chunker(views="table-row").chunk_file(path)]
+    assert all(c.meta["row_start"] == c.meta["row_end"] for c in one if c.view)
+    assert len(one) > len(chunks)
+    plain = Chunker(views="none").chunk_file(path)
+    assert not any(c.view for c in plain)
+
+
+def test_code_view_names_the_function_and_splits_identifiers():
+    assert not any(c.view for c in Chunker().chunk_file(FIXTURES / "fastapi__fastapi__background.py"))
+    chunks = Chunker(views="code").chunk_file(FIXTURES / "fastapi__fastapi__background.py")
+    method = next(c for c in chunks if c.section_path[-1:] == ("add_task",))
+    assert method.view.startswith("Background Tasks add task\n")
+    assert "def add task(" in method.view and "def add_task(" in method.text
+    assert method.tokens == Chunker(views="code").sizer.count(method.embed_text)
+
+
+def test_views_none_leaves_text_formats_as_they_were():
+    """Only the embed text changes: spans are those of views=none except where table rows
+    were cut to fit their view."""
+    for name in ("fastapi__features.md", "alice-in-wonderland.txt", "httpd__mod__mod_dir.html"):
+        a = Chunker().chunk_file(FIXTURES / name)
+        b = Chunker(views="none").chunk_file(FIXTURES / name)
+        assert [(c.start, c.end, c.context) for c in a] == [(c.start, c.end, c.context) for c in b]
+
+
+def test_unknown_view_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown view"):
+        Chunker(views="code,pictures")
+
+
+def test_every_chunk_records_its_parent_section():
+    for name in ("fastapi__features.md", "fastapi__fastapi__background.py",
+                 "538__trump-poll-tweets.csv", "latex-two-column-sample.pdf"):
+        doc = parse_file(FIXTURES / name)
+        chunks = Chunker(max_tokens=64).chunk_document(doc)
+        by_id: dict[str, tuple[int, int]] = {}
+        for c in chunks:
+            pid, start, end, path = c.parent
+            assert start <= c.start and c.end <= end
+            assert doc.text[start:c.start].strip() or doc.text[c.end:end].strip()
+            assert by_id.setdefault(pid, (start, end)) == (start, end)
+            d = c.to_dict()["parent"]
+            assert d == {"id": pid, "start": start, "end": end, "section_path": list(path)}
+            json.dumps(d)
+        # small chunks share sections: a section holds several of them
+        assert len(by_id) < len(chunks)
+
+
+def test_expand_rule_and_parent_sections():
+    from chunkwise.expand import Member, expand, parent_sections
+
+    members = [Member(0, 10, 50, "a"), Member(11, 20, 60, "b"), Member(21, 30, 70, "c"),
+               Member(31, 40, 80, "d")]
+    e = expand(members, 1, 200)  # the hit, then next, then previous while they fit
+    assert (e.start, e.end, e.tokens, e.text, e.chunks) == (0, 30, 180, "a\nb\nc", 3)
+    assert expand(members, 3, 10).chunks == 1  # the hit alone when nothing else fits
+    doc_chunks = Chunker(max_tokens=64).chunk_file(FIXTURES / "fastapi__features.md")
+    sections = parent_sections(doc_chunks)
+    assert sum(len(s.children) for s in sections) == len(doc_chunks)
+    ids = {c.id: c for c in doc_chunks}
+    for s in sections:
+        assert all(s.start <= ids[k].start and ids[k].end <= s.end for k in s.children)
+
+
+def test_query_expand_section_returns_the_section_around_the_hit(tmp_path):
+    """Real Chroma; the embedder does not matter to expansion (a mock one)."""
+    from llama_index.core.embeddings import MockEmbedding
+
+    from chunkwise.chroma import expand_hits, iter_collection, query
+    from chunkwise.pipeline import ingest
+
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "features.md").write_bytes((FIXTURES / "fastapi__features.md").read_bytes())
+    emb = MockEmbedding(embed_dim=16)
+    db = tmp_path / "db"
+    ingest([src], db_path=db, max_tokens=64, embedder=emb)
+    text = parse_file(src / "features.md").text
+    stored = list(iter_collection(db_path=db))
+    assert all({"parent_id", "parent_start", "parent_end", "parent_path"} <= set(m)
+               for _, _, m in stored)
+    hits = query("editor support and autocompletion", k=10, db_path=db, embedder=emb)
+    wide = expand_hits(hits, tokens=200, db_path=db)
+    grew = 0
+    for h, w in zip(hits, wide):
+        m, x = h.metadata, w.metadata
+        assert m["parent_start"] <= x["start"] <= m["start"] and m["end"] <= x["end"] <= m["parent_end"]
+        assert x["tokens"] <= max(200, m["tokens"])
+        # the stored chunks of the section, joined: every chunk text is an exact slice
+        assert "".join(w.text.split()) == "".join(text[x["start"]:x["end"]].split())
+        grew += x["expanded"] > 1
+    assert grew
