@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "input, with --format)")
     p.add_argument("--jsonl", action="store_true", help="one JSON object per chunk (the contract)")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress, notes or summary on stderr (errors still)")
+                   help="no progress, notes, warnings or summary on stderr (errors still)")
     p.add_argument("--root", default=None, metavar="DIR",
                    help="name documents relative to DIR (default: the folder given)")
     p.add_argument("--follow-symlinks", action="store_true",
@@ -256,7 +256,10 @@ def _one_line(e: BaseException, path: object = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    # --quiet: errors only (a file's warnings, e.g. syntax errors kept as text, are not)
+    level = (logging.INFO if args.verbose else
+             logging.ERROR if getattr(args, "quiet", False) else logging.WARNING)
+    logging.basicConfig(level=level,
                         format="%(levelname)s %(message)s", stream=sys.stderr)
     if not getattr(args, "func", None):
         ap.print_help()
