@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
                    help="progress on stderr: a bar on a terminal, else a line every 5 s "
                         "(default: on; --no-progress: off)")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress, notes or summary on stderr (errors still)")
+                   help="no progress, notes, warnings or summary on stderr (errors still)")
     chunk_options(p)
     g = p.add_argument_group("Ray (pip install 'chunkwise[ray]')")
     g.add_argument("--ray", action="store_true",
