@@ -34,9 +34,9 @@ class RecordingSession:
     def get_inputs(self):
         return self.session.get_inputs()
 
-    def run(self, outputs, feeds):
+    def run(self, outputs, feeds, run_options=None):
         self.shapes.append(feeds["input_ids"].shape)
-        return self.session.run(outputs, feeds)
+        return self.session.run(outputs, feeds, run_options)
 
 
 def test_vectors_have_model_shape_and_unit_norm(embedder):

@@ -68,7 +68,8 @@ class Chunker:
             `default` (`table-row`: table rows as `column: value` lines, one row per chunk;
             the code view measured worse and is opt-in), `all` (`code,table`), `none`
             (every chunk embeds its text as it is), or a comma-separated list of view names
-            and variants (`code`, `table`, `table-row`, `code-split`, …).
+            and variants (`code`, `table`, `table-row`, `code-split`, …). Not applied with
+            `overlap`: an overlapping chunk embeds its text.
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -198,7 +199,10 @@ class Chunker:
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, self._room)
         root = build_tree(doc)
-        viewed = apply_views(doc, pieces, self.sizer.count, self._room, self.views, root)
+        # with overlap, chunks embed their text: a view renders whole rows, and re-cutting an
+        # extended chunk into rows would put a row fragment before its predecessor's start
+        views = frozenset() if self.overlap else self.views
+        viewed = apply_views(doc, pieces, self.sizer.count, self._room, views, root)
         lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
         starts: dict[int, list[int]] = {}

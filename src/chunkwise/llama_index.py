@@ -318,6 +318,26 @@ def _chunker_or_error(budget: int, parser: ChunkwiseNodeParser, what: str,
                    tokenizer=parser.tokenizer, overlap=parser.overlap, strategy=parser.strategy)
 
 
+#: node metadata key holding a chunk's view (see `ViewNode`), hidden from embed and LLM text
+VIEW_KEY = "chunkwise_view"
+
+
+class ViewNode(TextNode):
+    """A node of a chunk whose parser declares a view (table rows as `column: value` lines):
+    its `text` is the exact slice, as for every node, and its embed text is the chunk's,
+    context + view, so both routes embed the same string. Stored and read back as a plain
+    `TextNode` (same class name); the view stays in the metadata."""
+
+    def get_content(self, metadata_mode: MetadataMode = MetadataMode.NONE) -> str:
+        view = self.metadata.get(VIEW_KEY)
+        if metadata_mode != MetadataMode.EMBED or not isinstance(view, str) or not view:
+            return super().get_content(metadata_mode)
+        metadata_str = self.get_metadata_str(mode=metadata_mode).strip()
+        if not metadata_str:
+            return view
+        return self.text_template.format(content=view, metadata_str=metadata_str).strip()
+
+
 @dataclass
 class _Plan:
     """How one document's chunks become nodes: inherited metadata, what is embedded, ids."""
@@ -371,6 +391,8 @@ class _Plan:
     def node(self, index: int, chunk: Chunk, parser: ChunkwiseNodeParser) -> TextNode:
         own = _chunk_metadata(chunk, self.fmt, self.parsed_as, self.page_label)
         node_id = self._node_id(index, chunk, parser)
+        if chunk.view:  # "": no view, the text is embedded
+            own[VIEW_KEY] = chunk.view
         return self._text_node(node_id, chunk.text, own,
                                start=chunk.start if self.exact else None,
                                end=chunk.end if self.exact else None)
@@ -387,8 +409,11 @@ class _Plan:
     def _text_node(self, node_id: str, text: str, own: dict[str, Any], *, start: int | None,
                    end: int | None) -> TextNode:
         hidden_embed = [k for k in own if k != CONTEXT_KEY]
-        hidden_llm = [k for k in own if k not in (_LLM_KEYS if self.shown else {CONTEXT_KEY})]
-        return TextNode(
+        hidden_llm = [k for k in own if k != VIEW_KEY
+                      and k not in (_LLM_KEYS if self.shown else {CONTEXT_KEY})]
+        if VIEW_KEY in own:
+            hidden_llm.append(VIEW_KEY)
+        return (ViewNode if VIEW_KEY in own else TextNode)(
             id_=node_id, text=text, start_char_idx=start, end_char_idx=end,
             metadata={**self.inherited, **own},
             excluded_embed_metadata_keys=list(dict.fromkeys([*self.embed_hidden, *hidden_embed])),
