@@ -32,6 +32,9 @@ DEFAULT_DB = "chunkwise-db"
 DEFAULT_COLLECTION = "chunkwise"
 #: bump when the stored metadata layout changes: every file is then rewritten once
 SCHEMA = "3"
+#: HNSW candidates kept while searching (Chroma's default, 10, misses true neighbours of
+#: k = 5 queries in collections of a few thousand chunks; 100 costs little at query time)
+HNSW_EF_SEARCH = 100
 #: seconds to wait before each retry of a store call that failed to reach the server
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: metadata keys chunkwise writes; chunk meta keys equal to these are stored as `meta.<key>`
@@ -334,7 +337,8 @@ class Store:
             metadata[_COLLECTION_SPEC] = e.spec
         return self._call(lambda: self.client.get_or_create_collection(
             self.name, embedding_function=e.chroma_function, metadata=metadata,
-            configuration={"hnsw": {"space": "cosine"}}), f"create collection {self.name!r}")
+            configuration={"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}}),
+            f"create collection {self.name!r}")
 
     def _check_embedder(self, col: Any) -> None:
         stored = (col.metadata or {}).get(_COLLECTION_EMBEDDER)
