@@ -48,7 +48,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers.treesitter import Item, Scope, SectionBuilder, line_runs
+from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
+                                          LEVEL_PART, LEVEL_SIMPLE, Item, Scope,
+                                          SectionBuilder, line_runs)
 from chunkwise.textio import decode
 
 if TYPE_CHECKING:
@@ -56,9 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEVEL_CLASS, LEVEL_FUNCTION, LEVEL_COMPOUND, LEVEL_SIMPLE = 40, 30, 20, 10
-#: the parts of a header: attributes, decorators, parameters
-LEVEL_PART = 5
 #: headers longer than this (characters) are compacted for the context (less than Python's
 #: 160: signatures with types and modifiers are long, and the context may take at most half
 #: the budget)
@@ -347,25 +346,7 @@ class _Builder(SectionBuilder):
         scope = Scope((), "module", 0)
         items = self._items(children)
         module = (("kind", "module"),)
-        imports = self.lang.imports
-        i = 0
-        while i < len(items):
-            j = last = i
-            while j < len(items) and (items[j].node is None or items[j].node.type in imports):
-                if items[j].node is not None:
-                    last = j + 1
-                j += 1
-            if last == i:
-                self._item(items[i], scope)
-                i += 1
-                continue
-            run = items[i:last]
-            level = LEVEL_SIMPLE if len(run) == 1 else LEVEL_COMPOUND
-            self.add(run[0].start, run[-1].end, level, "imports", meta=module)
-            if len(run) > 1:
-                for item in run:
-                    self._item(item, scope)
-            i = last
+        self.module_items(items, scope, self.lang.imports, module)
 
     # -- statements ---------------------------------------------------------------------------
     def _item(self, item: Item, scope: Scope) -> None:

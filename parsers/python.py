@@ -38,17 +38,15 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers.treesitter import Item, Scope, SectionBuilder, line_runs
+from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
+                                          LEVEL_PART, LEVEL_SIMPLE, Item, Scope,
+                                          SectionBuilder, line_runs)
 from chunkwise.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
 log = logging.getLogger(__name__)
-
-LEVEL_CLASS, LEVEL_FUNCTION, LEVEL_COMPOUND, LEVEL_SIMPLE = 40, 30, 20, 10
-#: the parts of a header: decorators, parameters, base classes
-LEVEL_PART = 5
 
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _COMPOUND = frozenset({"if_statement", "for_statement", "while_statement", "try_statement",
@@ -198,25 +196,7 @@ class _Builder(SectionBuilder):
         if docstring and first is not None and _is_docstring(items[first].node):
             doc = items.pop(first)
             self.add(doc.start, doc.end, LEVEL_SIMPLE, "module_docstring", meta=module)
-        i = 0
-        while i < len(items):
-            j = last = i  # a run of imports, comment lines between them allowed
-            while j < len(items) and (items[j].node is None or items[j].node.type in _IMPORTS):
-                if items[j].node is not None:
-                    last = j + 1
-                j += 1
-            if last == i:
-                self._item(items[i], scope)
-                i += 1
-                continue
-            run = items[i:last]
-            if len(run) == 1:
-                self.add(run[0].start, run[0].end, LEVEL_SIMPLE, "imports", meta=module)
-            else:
-                self.add(run[0].start, run[-1].end, LEVEL_COMPOUND, "imports", meta=module)
-                for item in run:
-                    self._item(item, scope)
-            i = last
+        self.module_items(items, scope, _IMPORTS, module)
 
     # -- statements ---------------------------------------------------------------------
     def _item(self, item: Item, scope: Scope) -> None:

@@ -43,6 +43,12 @@ class Item:
     above: list[Node] = field(default_factory=list)  # the attributes attached above
 
 
+#: section levels of code, a total order: class > function/method > compound statement (and
+#: an import block) > simple statement > the parts of a header (decorators, parameters)
+LEVEL_CLASS, LEVEL_FUNCTION, LEVEL_COMPOUND, LEVEL_SIMPLE = 40, 30, 20, 10
+LEVEL_PART = 5
+
+
 class SectionBuilder:
     """Collects the sections of one document from byte spans of its UTF-8 source."""
 
@@ -59,6 +65,34 @@ class SectionBuilder:
         start, end = self.offsets.to_str(start_byte), self.offsets.to_str(end_byte)
         if start < end:
             self.sections.append(Section(start, end, level, kind, path, context, meta))
+
+    def _item(self, item: Item, scope: Scope) -> None:
+        """The sections of one statement or definition (each language's builder)."""
+        raise NotImplementedError
+
+    def module_items(self, items: list[Item], scope: Scope, imports: frozenset[str],
+                     meta: tuple[tuple[str, Any], ...]) -> None:
+        """Top-level items in order: a run of imports (comment lines between them allowed)
+        is one `imports` section, with its imports as sections below it when it holds
+        several; every other item goes to `_item`."""
+        i = 0
+        while i < len(items):
+            j = last = i
+            while j < len(items) and (items[j].node is None or items[j].node.type in imports):
+                if items[j].node is not None:
+                    last = j + 1
+                j += 1
+            if last == i:
+                self._item(items[i], scope)
+                i += 1
+                continue
+            run = items[i:last]
+            level = LEVEL_SIMPLE if len(run) == 1 else LEVEL_COMPOUND
+            self.add(run[0].start, run[-1].end, level, "imports", meta=meta)
+            if len(run) > 1:
+                for item in run:
+                    self._item(item, scope)
+            i = last
 
     def slice(self, start_byte: int, end_byte: int) -> str:
         return self.src[start_byte:end_byte].decode("utf-8", "surrogatepass")

@@ -33,6 +33,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
+from .splitting import trim
+
 __all__ = ["VIEWS", "DocumentViews", "split_identifiers", "code_view", "table_rows",
            "view_of_rows"]
 
@@ -227,9 +229,9 @@ class DocumentViews:
         key = (table.start, table.end)
         if key not in self._edges:
             text = self.doc.text
-            starts, ends = {_trim(text, table.start, table.end)[0]}, set()
+            starts, ends = {trim(text, table.start, table.end)[0]}, set()
             for c in table.children:
-                a, b = _trim(text, c.start, c.end)
+                a, b = trim(text, c.start, c.end)
                 if c.kind == "row":
                     starts.add(a)
                     ends.add(b)
@@ -287,12 +289,6 @@ def parent_of(chain: Sequence[Any], start: int, end: int, text: str) -> Any:
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
-def _trim(text: str, a: int, b: int) -> tuple[int, int]:
-    while a < b and text[a].isspace():
-        a += 1
-    while b > a and text[b - 1].isspace():
-        b -= 1
-    return a, b
 
 
 def embed_of(context: str, text: str) -> str:
