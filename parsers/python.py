@@ -252,9 +252,13 @@ class _Builder(SectionBuilder):
             end += len(line.rstrip())
         self.add(item.start, end, LEVEL_SIMPLE, "signature")
         outer = item.node
+        first = outer.start_byte if outer is not None else item.start
+        if first > item.start:  # comments above the header: a part of their own, so a
+            # header too long to share a chunk with them is cut from them, not inside
+            self.add(item.start, first, LEVEL_PART, "comment")
         if outer is not None and outer.type == "decorated_definition":
             decorators = [c for c in outer.children if c.type == "decorator"]
-            if len(decorators) > 1:
+            if len(decorators) > 1 or first > item.start:
                 for d in decorators:
                     self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
         field = "superclasses" if node.type == "class_definition" else "parameters"

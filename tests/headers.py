@@ -29,8 +29,8 @@ class Header:
     body: int  # the first character of the body's first statement
     def_end: int  # the end of the whole definition
     #: where the header may be cut when it alone exceeds the budget: between decorators,
-    #: between parameters (or base classes), before the keyword and, when decorated, before
-    #: the first parameter
+    #: between parameters (or base classes), before the keyword when decorated, and before
+    #: the first parameter (a first parameter too long to share a chunk with the name)
     parts: tuple[int, ...] = field(default=())
 
 
@@ -67,14 +67,22 @@ def headers(text: str) -> list[Header]:
             a = node.args
             items = [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs,
                      *([a.kwarg] if a.kwarg else [])]
-        firsts = sorted(offset(i.lineno, i.col_offset) for i in items)
-        parts += firsts[0 if node.decorator_list else 1:]
+        firsts = sorted(_stars(text, offset(i.lineno, i.col_offset)) for i in items)
+        parts += firsts
         if not isinstance(node, ast.ClassDef) and node.args.kwonlyargs and not node.args.vararg:
             first_kw = offset(node.args.kwonlyargs[0].lineno, node.args.kwonlyargs[0].col_offset)
             parts.append(text.rfind("*", keyword, first_kw))  # a bare `*` goes with the next
         out.append(Header(node.name, start, end, body,
                           offset(node.end_lineno, node.end_col_offset), tuple(sorted(parts))))
     return sorted(out, key=lambda h: h.start)
+
+
+def _stars(text: str, at: int) -> int:
+    """Where an item starting at `at` really starts: `*args` and `**kwargs` (ast places
+    them at the name) begin at their stars."""
+    while at > 0 and text[at - 1] == "*":
+        at -= 1
+    return at
 
 
 def _block_colons(text: str, offset) -> list[int]:
@@ -126,7 +134,9 @@ def check(text: str, chunks, count, budget: int, report: Report, source: str = "
     """Check the chunks of one Python text (`count`: the chunker's token counter)."""
     starts = sorted(trimmed(text, c.start, c.end)[0] for c in chunks)
     ends = sorted(trimmed(text, c.start, c.end)[1] for c in chunks)
-    for h in headers(text):
+    found = headers(text)
+    nested = {h.start: h for h in found}
+    for h in found:
         report.headers += 1
         holder = next((c for c in chunks if c.start <= h.start < c.end), None)
         if holder is None:
@@ -164,6 +174,8 @@ def check(text: str, chunks, count, budget: int, report: Report, source: str = "
                     break
                 stop += 1
             line = text[after:stop]
+            if after in nested:  # the body opens with a definition: its whole header, the
+                line = text[after:nested[after].end]  # unit that cannot be cut
             room = count(embed + "\n" + line) <= budget
             if holder.end < h.end or (room and holder.end <= after):
                 report.first_piece.append(where)

@@ -29,7 +29,7 @@ Work is driven by an explicit stack (no recursion), so deeply nested documents a
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import accumulate, chain as concat, islice
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
@@ -338,12 +338,13 @@ class Fitter:
         """Plan `text[a:b]` when headers are glued before `glue` (definitions' signatures
         before the first statement of a body, see `Node.lead_cuts`), or None to split it as
         any text with a glue (cuts after `glue` only). The headers are cut from what follows
-        only when they do not fit with the first word after it; then before and after each
+        only when they do not fit with the first line after it; then before and after each
         header (not between the last one and `glue`: the last header stays with what
         follows it), and between the parts of the last one when it alone does not fit; the
         packer keeps together what fits. A part too long alone is split as any text. A span of
         headers only (cut here) is emitted whole when it fits, whatever its estimate."""
         heads = chain[-1].lead_cuts
+        alone = -1  # a cut the packer must keep (see below)
         if b <= glue:
             whole = self._candidate(chain, a, b)
             if self._fits(whole):
@@ -351,21 +352,46 @@ class Fitter:
             cuts = self._solid(a, [c for h in heads for c in (h[0], h[-1])], b) or \
                 self._solid(a, [c for h in heads for c in h[1:-1]], b)
         else:
-            word = next(iter_cuts(self._levels(chain)[-1], self.text, glue, b), b)
-            if self._fits(self._candidate(chain, a, word)):
+            # with the whole first line after them: else that line's packing could cut
+            # them to keep a word of it (a comment line above the first statement)
+            line = self.text.find("\n", glue, b) % (b + 1) if glue < b else b
+            if self._fits(self._candidate(chain, a, line)):
                 return None
             if self._fits(self._candidate(chain, a, glue)):
                 cuts = [glue]
             else:  # around headers (not between the last and `glue`), and inside the last
                 # when it does not fit alone: the packer keeps together what fits
                 cuts = [c for h in heads for c in (h[0], h[-1])]
-                if not self._fits(self._candidate(chain, max(a, heads[-1][0]), glue)):
+                if not self._fits(self._candidate(chain, max(a, heads[-1][0]), heads[-1][-1])):
                     cuts += heads[-1][1:-1]
+                    # cut between its parameters, the last header starts a chunk: started
+                    # in the chunk of the headers before it, under their shorter context,
+                    # it could have fitted and been cut for nothing
+                    alone = heads[-1][0]
+                # and at the lines between the last header and `glue` (the headers of the
+                # compound statements the body opens with: `for x in y:`), so the header
+                # takes as many of them as fit rather than standing alone
+                cuts += self._line_starts(heads[-1][-1], glue)
                 cuts = self._solid(a, cuts, glue)
         if not cuts:
             return None
         # units a level above the splitters': what follows the headers is split from `level`
-        return self._pack(self.frame.units([a, *cuts, b], level - 1), chain, glue)
+        units = self.frame.units([a, *cuts, b], level - 1)
+        k = bisect_right(cuts, alone)  # the cut that stands for `alone` (whitespace apart)
+        if k and trim(self.text, cuts[k - 1], alone)[0] == alone:
+            return self._pack(units[:k], chain, glue) + self._pack(units[k:], chain, glue)
+        return self._pack(units, chain, glue)
+
+    def _line_starts(self, a: int, b: int) -> list[int]:
+        """The first non-blank character of every line that starts inside `(a, b)`."""
+        text, out = self.text, []
+        nl = text.find("\n", a, b)
+        while nl != -1:
+            start = trim(text, nl + 1, b)[0]
+            if start < b:
+                out.append(start)
+            nl = text.find("\n", start, b) if start < b else -1
+        return out
 
     def _solid(self, a: int, cuts: list[int], b: int) -> list[int]:
         """The sorted `cuts` in `(a, b)` that leave no blank piece between `a` and `b`."""

@@ -194,7 +194,7 @@ def _attach_lead_ins(kids: list[Node], text: str) -> list[Node]:
 def _attach_leads(kids: list[Node]) -> list[Node]:
     """Siblings `kids` with every signature glued to the sibling after it: that sibling
     starts where the signature does and adds to its `lead_cuts` the signature's start, the
-    starts of its children (past its first), then its end (comments may follow it before
+    starts of its children (but one starting with it), then its end (comments may follow it before
     the sibling's own start). A signature with nothing after it stays a section."""
     kept: list[Node] = []
     for kid in reversed(kids):
@@ -202,7 +202,8 @@ def _attach_leads(kids: list[Node]) -> list[Node]:
         if nxt is not None and kid.kind in _LEAD_KINDS:
             nxt.start = kid.start
             nxt.lead_cuts = (*kid.lead_cuts,
-                             (kid.start, *(c.start for c in kid.children[1:]), kid.end))
+                             (kid.start, *(c.start for c in kid.children if c.start > kid.start),
+                              kid.end))
             continue
         kept.append(kid)
     kept.reverse()
