@@ -225,3 +225,23 @@ def test_ingest_counts_unsupported_files_and_quiet_prints_nothing(tmp_path):
     assert json.loads(p.stdout)["unsupported"] == 2
     p = subprocess.run([*args, "--quiet"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == "" and p.stderr == ""
+
+
+def test_views_option_chooses_what_table_rows_embed():
+    """`--views none`: every chunk embeds context + text, as tools that recount tokens on the
+    text expect; the default embeds CSV rows as `column: value` lines."""
+    from chunkwise.sizing import get_sizer
+
+    csv = FIXTURES / "538__trump-poll-tweets.csv"
+    count = get_sizer("minilm").count
+    rows = {}
+    for views in ("default", "none"):
+        out = run("chunk", str(csv), "--jsonl", "--views", views)
+        assert out.returncode == 0, out.stderr
+        rows[views] = [json.loads(line) for line in out.stdout.splitlines()]
+    assert any(r.get("view") for r in rows["default"])
+    assert not any(r.get("view") for r in rows["none"])
+    for r in rows["none"]:
+        embed = f"{r['context']}\n\n{r['text']}" if r["context"] else r["text"]
+        assert r["tokens"] == count(embed) <= 256
+    assert run("chunk", str(csv), "--views", "bogus").returncode == 2

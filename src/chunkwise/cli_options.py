@@ -44,6 +44,10 @@ def chunk_options(p: argparse.ArgumentParser) -> None:
                    help="--contextualize: cache those sentences in DIR/contexts.sqlite")
     g.add_argument("--context-tokens", type=int, metavar="N", action=StrategyOption,
                    help="--contextualize: budget reserved for the sentence (default 64)")
+    g.add_argument("--views", default="default", metavar="SPEC",
+                   help="what a chunk embeds in place of its text where the parser declares a "
+                        "view: default (table rows as `column: value` lines), all, none (every "
+                        "chunk embeds its text as it is), or names: table-row,code,…")
     g.add_argument("--format", default=None, help="force the input format instead of detecting it")
 
 
@@ -56,7 +60,8 @@ def chunker_from(args: argparse.Namespace) -> Any:
     from .strategies.cli_options import structure_note
 
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                      overlap=args.overlap, strategy=args.strategy)
+                      overlap=args.overlap, strategy=args.strategy,
+                      views=getattr(args, "views", "default"))
     note = structure_note(args.strategy)
     if note and not getattr(args, "quiet", False):
         print(note, file=sys.stderr)
