@@ -241,29 +241,29 @@ class _Builder(SectionBuilder):
                                                 scope.depth + 1)))
 
     def _signature(self, item: Item, node: Node, body: Node) -> None:
-        """The header of a definition with a block body, from its first decorator (or the
-        comments above it) to the colon: the core glues it to the body's first statement.
+        """The header of a definition with a block body, from its first decorator to the
+        colon (comments above it are a section before it): the core glues it to the body's
+        first statement.
         Its parts are its children: each decorator of several, and each parameter (or base
-        class) of a multi-line list, so a header too long for one chunk is cut between
-        them, never inside one."""
+        class), so a header too long for one chunk is cut between them, never inside one."""
         end = _colon_end(node, body)
         line = self.src[end:self.src.find(b"\n", end) % (len(self.src) + 1)]
         if line.lstrip().startswith(b"#"):  # a comment after the colon ends the header
             end += len(line.rstrip())
-        self.add(item.start, end, LEVEL_SIMPLE, "signature")
         outer = item.node
         first = outer.start_byte if outer is not None else item.start
-        if first > item.start:  # comments above the header: a part of their own, so a
+        if first > item.start:  # comments above the header: a section before it, so a
             # header too long to share a chunk with them is cut from them, not inside
-            self.add(item.start, first, LEVEL_PART, "comment")
+            self.add(item.start, first, LEVEL_SIMPLE, "comment")
+        self.add(first, end, LEVEL_SIMPLE, "signature")
         if outer is not None and outer.type == "decorated_definition":
             decorators = [c for c in outer.children if c.type == "decorator"]
-            if len(decorators) > 1 or first > item.start:
+            if len(decorators) > 1:
                 for d in decorators:
                     self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
         field = "superclasses" if node.type == "class_definition" else "parameters"
         params = node.child_by_field_name(field)
-        if params is not None and params.end_point.row > params.start_point.row:
+        if params is not None:  # (on one line too: a long one is cut between them)
             self._parameters(params)
 
     def _parameters(self, params: Node) -> None:
@@ -287,7 +287,7 @@ class _Builder(SectionBuilder):
                 start = child.start_byte if separator is None else separator
                 spans.append([start, child.end_byte, child.end_point.row])
                 separator = None
-        if len(spans) > 1:
+        if spans:  # (one alone too: the header may then be cut before it)
             for start, end, _ in spans:
                 self.add(start, end, LEVEL_PART, "parameter")
 

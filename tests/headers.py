@@ -176,6 +176,18 @@ def check(text: str, chunks, count, budget: int, report: Report, source: str = "
             line = text[after:stop]
             if after in nested:  # the body opens with a definition: its whole header, the
                 line = text[after:nested[after].end]  # unit that cannot be cut
+            # the chunk may hold the headers this one opens the body of (a class's, then
+            # its first method's): they travel together, and take room too
+            lead = h.start
+            while lead > holder.start:
+                outer = next((o for o in found if o.start >= holder.start and o.end <= lead
+                              and not text[o.end:lead].strip()), None)
+                if outer is None:
+                    break
+                lead = outer.start
+            if lead == holder.start and lead < h.start:
+                embed = (holder.context + "\n\n" if holder.context else "") + \
+                    text[lead:h.end]
             room = count(embed + "\n" + line) <= budget
             if holder.end < h.end or (room and holder.end <= after):
                 report.first_piece.append(where)

@@ -338,13 +338,11 @@ class Fitter:
         """Plan `text[a:b]` when headers are glued before `glue` (definitions' signatures
         before the first statement of a body, see `Node.lead_cuts`), or None to split it as
         any text with a glue (cuts after `glue` only). The headers are cut from what follows
-        only when they do not fit with the first line after it; then before and after each
-        header (not between the last one and `glue`: the last header stays with what
-        follows it), and between the parts of the last one when it alone does not fit; the
-        packer keeps together what fits. A part too long alone is split as any text. A span of
-        headers only (cut here) is emitted whole when it fits, whatever its estimate."""
+        only when they do not fit with the first line after it (see `_header_cuts`). A part
+        too long alone is split as any text. A span of headers only (cut here) is emitted
+        whole when it fits, whatever its estimate."""
         heads = chain[-1].lead_cuts
-        alone = -1  # a cut the packer must keep (see below)
+        alone = -1  # a cut the packer must keep (see `_header_cuts`)
         if b <= glue:
             whole = self._candidate(chain, a, b)
             if self._fits(whole):
@@ -359,20 +357,8 @@ class Fitter:
                 return None
             if self._fits(self._candidate(chain, a, glue)):
                 cuts = [glue]
-            else:  # around headers (not between the last and `glue`), and inside the last
-                # when it does not fit alone: the packer keeps together what fits
-                cuts = [c for h in heads for c in (h[0], h[-1])]
-                if not self._fits(self._candidate(chain, max(a, heads[-1][0]), heads[-1][-1])):
-                    cuts += heads[-1][1:-1]
-                    # cut between its parameters, the last header starts a chunk: started
-                    # in the chunk of the headers before it, under their shorter context,
-                    # it could have fitted and been cut for nothing
-                    alone = heads[-1][0]
-                # and at the lines between the last header and `glue` (the headers of the
-                # compound statements the body opens with: `for x in y:`), so the header
-                # takes as many of them as fit rather than standing alone
-                cuts += self._line_starts(heads[-1][-1], glue)
-                cuts = self._solid(a, cuts, glue)
+            else:
+                cuts, alone = self._header_cuts(a, chain, glue)
         if not cuts:
             return None
         # units a level above the splitters': what follows the headers is split from `level`
@@ -381,6 +367,32 @@ class Fitter:
         if k and trim(self.text, cuts[k - 1], alone)[0] == alone:
             return self._pack(units[:k], chain, glue) + self._pack(units[k:], chain, glue)
         return self._pack(units, chain, glue)
+
+    def _header_cuts(self, a: int, chain: tuple[Node, ...],
+                     glue: int) -> tuple[list[int], int]:
+        """Where headers that do not fit with what follows them are cut, and the cut the
+        packer must keep (-1: none): before and after each header (not between the last one
+        and the lines up to `glue` that fit with it: the headers of the compound statements
+        the body opens with, `for x in y:`, or comments), and between the parts of the last
+        one when it alone does not fit; then it starts a chunk (started in the chunk of the
+        headers before it, under their shorter context, it could have fitted and been cut
+        for nothing). The packer keeps together what fits."""
+        heads = chain[-1].lead_cuts
+        last = heads[-1]
+        head, end = max(a, last[0]), last[-1]
+        cuts = [c for h in heads for c in (h[0], h[-1])]
+        # each position: the last header and the lines before it
+        lines = [*self._line_starts(end, glue), glue]
+        if not self._fits(self._candidate(chain, head, end)):
+            return self._solid(a, cuts + list(last[1:-1]) + lines[:-1], glue), last[0]
+        kept = 1
+        while kept < len(lines) and self._fits(self._candidate(chain, head, lines[kept])):
+            kept += 1
+        if kept == 1:
+            return self._solid(a, cuts + lines[:-1], glue), -1
+        cuts.remove(end)
+        cuts = self._solid(a, cuts + lines[kept - 1:-1], glue)
+        return (cuts + [glue] if kept == len(lines) else cuts), -1
 
     def _line_starts(self, a: int, b: int) -> list[int]:
         """The first non-blank character of every line that starts inside `(a, b)`."""

@@ -326,7 +326,8 @@ def test_fixture_headers_are_never_cut(tokenizer, budget):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("tokenizer,budget", [("minilm", 256), ("cl100k_base", 512)])
+@pytest.mark.parametrize("tokenizer,budget", [("minilm", 256), ("cl100k_base", 512),
+                                              ("minilm", 64)])
 def test_corpus_headers_are_never_cut(tokenizer, budget):
     """On the shared corpus: no chunk starts or ends inside a header that fits, every split
     definition's first chunk holds its header and the start of its body, and a header longer
