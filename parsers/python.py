@@ -244,8 +244,9 @@ class _Builder(SectionBuilder):
         """The header of a definition with a block body, from its first decorator to the
         colon (comments above it are a section before it): the core glues it to the body's
         first statement.
-        Its parts are its children: each decorator of several, and each parameter (or base
-        class), so a header too long for one chunk is cut between them, never inside one."""
+        Its parts are its children: each decorator, the keyword and name, and each parameter
+        (or base class), so a header too long for one chunk is cut between them, never
+        inside one."""
         end = _colon_end(node, body)
         line = self.src[end:self.src.find(b"\n", end) % (len(self.src) + 1)]
         if line.lstrip().startswith(b"#"):  # a comment after the colon ends the header
@@ -256,18 +257,20 @@ class _Builder(SectionBuilder):
             # header too long to share a chunk with them is cut from them, not inside
             self.add(item.start, first, LEVEL_SIMPLE, "comment")
         self.add(first, end, LEVEL_SIMPLE, "signature")
-        if outer is not None and outer.type == "decorated_definition":
-            decorators = [c for c in outer.children if c.type == "decorator"]
-            if len(decorators) > 1:
-                for d in decorators:
-                    self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
         field = "superclasses" if node.type == "class_definition" else "parameters"
         params = node.child_by_field_name(field)
-        if params is not None:  # (on one line too: a long one is cut between them)
-            self._parameters(params)
+        # (on one line too: a long one is cut between them)
+        spans = self._parameters(params) if params is not None else []
+        if outer is not None and outer.type == "decorated_definition":
+            for d in (c for c in outer.children if c.type == "decorator"):
+                self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
+            # the keyword and name, to the first parameter: cut from the decorators
+            self.add(node.start_byte, spans[0][0] if spans else end, LEVEL_PART, "name")
+        for start, stop, _ in spans:
+            self.add(start, stop, LEVEL_PART, "parameter")
 
-    def _parameters(self, params: Node) -> None:
-        """Parameters of a multi-line signature, each with its comma and trailing comment (a
+    def _parameters(self, params: Node) -> list[list[int]]:
+        """[start, end, end row] of each parameter, with its comma and trailing comment (a
         bare `*` with the parameter after it, a `/` with the one before it)."""
         spans: list[list[int]] = []  # [start_byte, end_byte, end_row]
         separator = None  # the start of a bare `*` not yet followed by its parameter
@@ -287,9 +290,7 @@ class _Builder(SectionBuilder):
                 start = child.start_byte if separator is None else separator
                 spans.append([start, child.end_byte, child.end_point.row])
                 separator = None
-        if spans:  # (one alone too: the header may then be cut before it)
-            for start, end, _ in spans:
-                self.add(start, end, LEVEL_PART, "parameter")
+        return spans
 
     def _compound(self, item: Item, scope: Scope) -> None:
         """An if/for/while/try/with/match statement: its blocks' statements and its clauses

@@ -189,14 +189,39 @@ class Contexts:
         self._cost = cost or self._count_cost
         self._memo: dict[str, tuple[str, int]] = {}
 
-    def of(self, parts: Iterable[str]) -> tuple[str, int]:
-        """The context made of `parts` (lines), and its cost."""
+    def of(self, parts: Sequence[str], anonymous: Sequence[int] = ()) -> tuple[str, int]:
+        """The context made of `parts` (lines), and its cost: over the limit, its longest
+        prefix that fits, cut at a line. When that prefix would lose the innermost part not
+        at an index in `anonymous` (the innermost named section: the definition a chunk is
+        in; anonymous parts are blocks, `if`/`for`, a tab title, a table's header row), parts
+        before it go first: the anonymous ones, innermost first, then the named ones,
+        outermost first (never the first part: the document's line)."""
         raw = "\n".join(parts)
-        hit = self._memo.get(raw)
+        key = (raw, tuple(anonymous)) if anonymous else raw
+        hit = self._memo.get(key)
         if hit is None:
-            ctx = limit_tokens(raw, self.sizer.count, self.limit, at_line=self.at_line)
-            hit = self._memo[raw] = (ctx, self._cost(ctx))
+            ctx, count, limit = raw, self.sizer.count, self.limit
+            if self.at_line and len(parts) > 2 and count(raw) > limit:
+                ctx = "\n".join(self._innermost(parts, anonymous))
+            ctx = limit_tokens(ctx, count, limit, at_line=self.at_line)
+            hit = self._memo[key] = (ctx, self._cost(ctx))
         return hit
+
+    def _innermost(self, parts: Sequence[str], anonymous: Sequence[int]) -> list[str]:
+        """`parts` less those that must go for the innermost named one to fit whole (all of
+        them when it cannot)."""
+        named = [i for i in range(1, len(parts)) if i not in anonymous]
+        if not named:
+            return list(parts)
+        last = named[-1]
+        kept = list(range(last + 1))
+        drops = [*(i for i in reversed(kept) if i in anonymous), *named[:-1]]
+        for i in [None, *drops]:
+            if i is not None:
+                kept.remove(i)
+            if self.sizer.count("\n".join(parts[k] for k in kept)) <= self.limit:
+                return [parts[k] for k in kept] + list(parts[last + 1:])
+        return list(parts)  # too long even alone: the prefix keeps what it can
 
     def _count_cost(self, ctx: str) -> int:
         return self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
@@ -716,10 +741,13 @@ class _Tree:
 
     def context(self, chain: tuple[Node, ...], start: int) -> tuple[str, int]:
         parts = lead_context(self.doc, chain[-1].path)
-        for node in chain:
+        anonymous = []  # the parts of sections that add no name to the path (blocks)
+        for parent, node in zip((None, *chain), chain):
             if node.context and start > self._node_start(node):
+                if parent is not None and node.path == parent.path:
+                    anonymous.append(len(parts))
                 parts.append(node.context)
-        return self.contexts.of(parts)
+        return self.contexts.of(parts, anonymous)
 
     def count(self, context: str, a: int, b: int) -> int:
         return self.counter.embed(context, a, b)
