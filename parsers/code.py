@@ -424,20 +424,21 @@ class _Builder(SectionBuilder):
         self.todo.append((members, inner))
 
     def _signature(self, item: Item, end: int, node: Node) -> None:
-        """The header, from its first comment or attribute to its opening brace: glued by the
-        core to the first member. Its parts are its children: each attribute of several, and
-        each parameter of a multi-line list, so a header too long for one chunk is cut
-        between them, never inside one."""
-        self.add(item.start, end, LEVEL_SIMPLE, "signature")
+        """The header, from its first attribute (or the definition's first token) to its
+        opening brace, comments above it being a section before it: glued by the core to the
+        first member. Its parts are its children: each attribute, the rest to the first
+        parameter, and each parameter, so a header too long for one chunk is cut between
+        them, never inside one."""
         attributes = [a for a in item.above if a.type in self.lang.attributes]
         attributes += [a for a in _attribute_children(node, self.lang) if a.end_byte <= end]
-        if len(attributes) > 1:
-            for a in attributes:
-                self.add(a.start_byte, a.end_byte, LEVEL_PART, "decorator")
+        first = min([a.start_byte for a in attributes] + [item.node.start_byte, node.start_byte])
+        if first > item.start:  # comments above the header: a header too long to share a
+            # chunk with them is cut from them, not inside
+            self.add(item.start, first, LEVEL_SIMPLE, "comment")
+        self.add(first, end, LEVEL_SIMPLE, "signature")
+        spans: list[list[int]] = []
         params = self._parameters(node)
-        if params is not None and params.end_point.row > params.start_point.row \
-                and params.end_byte <= end:
-            spans: list[list[int]] = []
+        if params is not None and params.end_byte <= end:  # (one-line lists too)
             for child in params.children:
                 if child.type == "," and spans:
                     spans[-1][1] = child.end_byte
@@ -446,9 +447,17 @@ class _Builder(SectionBuilder):
                         spans[-1][1] = child.end_byte
                 elif child.is_named:
                     spans.append([child.start_byte, child.end_byte, child.end_point.row])
-            if len(spans) > 1:
-                for a, b, _ in spans:
-                    self.add(a, b, LEVEL_PART, "parameter")
+        if attributes:
+            for a in attributes:
+                self.add(a.start_byte, a.end_byte, LEVEL_PART, "decorator")
+            rest = max(a.end_byte for a in attributes)
+            while rest < end and self.src[rest:rest + 1].isspace():
+                rest += 1
+            stop = spans[0][0] if spans else end
+            if rest < stop:  # the keyword and name, cut from the attributes
+                self.add(rest, stop, LEVEL_PART, "name")
+        for a, b, _ in spans:
+            self.add(a, b, LEVEL_PART, "parameter")
 
     def _compound(self, item: Item, node: Node, scope: Scope) -> bool:
         """A statement with blocks (`if`, `for`, `try`, a bare `{ … }`): the statements of its

@@ -399,7 +399,8 @@ class Fitter:
         packer must keep (-1: none): before and after each header (not between the last one
         and the lines up to `glue` that fit with it: the headers of the compound statements
         the body opens with, `for x in y:`, or comments), and between the parts of the last
-        one when it alone does not fit; then it starts a chunk (started in the chunk of the
+        one when it alone does not fit (but inside the longest run of parts that ends it and
+        fits); then it starts a chunk (started in the chunk of the
         headers before it, under their shorter context, it could have fitted and been cut
         for nothing). The packer keeps together what fits."""
         heads = chain[-1].lead_cuts
@@ -409,7 +410,13 @@ class Fitter:
         # each position: the last header and the lines before it
         lines = [*self._line_starts(end, glue), glue]
         if not self._fits(self._candidate(chain, head, end)):
-            return self._solid(a, cuts + list(last[1:-1]) + lines[:-1], glue), last[0]
+            # its parts, but the longest run of them that ends it and fits stays whole
+            # (a signature cut from its attributes rather than between its parameters)
+            parts = list(last[1:-1])
+            tail = next((p for p in parts if self._fits(self._candidate(chain, p, end))), None)
+            if tail is not None:
+                parts = [p for p in parts if p <= tail]
+            return self._solid(a, cuts + parts + lines[:-1], glue), last[0]
         kept = 1
         while kept < len(lines) and self._fits(self._candidate(chain, head, lines[kept])):
             kept += 1

@@ -449,3 +449,54 @@ def test_corpus_code_multi_contract(options):
         languages.add(fmt)
         check_contract(path.read_bytes(), path.name, chunker)
     assert languages >= set(code_parser.LANGUAGES) - {"tsx"}
+
+
+def _oracle_headers(text: str, fmt: str) -> list[tuple[int, int]]:
+    """(start, end) of every function's header per the grammar: from the function node (its
+    modifiers and annotations; attributes that are siblings excluded) to its body's `{`."""
+    from tree_sitter import Parser
+
+    src = text.encode("utf-8")
+    root = Parser(code_parser.grammar(fmt)).parse(src).root_node
+    out, todo = [], [root]
+    while todo:
+        node = todo.pop()
+        for child in node.children:
+            value = _js_value(child) if fmt in ("javascript", "typescript", "tsx") else None
+            fn = value.child_by_field_name("value") if value is not None else child
+            body = fn.child_by_field_name("body") if (
+                child.type in ORACLE[fmt].functions or value is not None) else None
+            if body is not None:
+                brace = src[body.start_byte:body.start_byte + 1] == b"{"
+                out.append(_trim(text, len(src[:child.start_byte].decode()),
+                                 len(src[:body.start_byte + brace].decode())))
+            todo.append(child)
+    return out
+
+
+#: an expression-bodied Scala definition (`def f[…]: T = reads { … }`) has no block: it is a
+#: leaf cut at lines, then words, and at 64 tokens its one line does not fit its context
+_HEADER_SHORT = {(64, "scopt__Read.scala")}
+
+
+@pytest.mark.parametrize("budget", [64, 128, 256])
+def test_fixture_function_headers_are_never_cut(budget):
+    """Issue 24 in every language: no chunk starts or ends inside a function's header (its
+    modifiers, attributes, name, parameters, to the `{`) when the header fits the chunk that
+    holds its first character; doc comments and attributes are cut from it instead."""
+    checked, cut = 0, []
+    for name in _fixtures():
+        data = (FIXTURES / name).read_bytes()
+        chunker = Chunker(max_tokens=budget)
+        doc = get_parser(detect_format(name))(data, source=name)
+        text, chunks = doc.text, chunker.chunk_document(doc)
+        bounds = {x for c in chunks for x in _trim(text, c.start, c.end)}
+        for a, b in _oracle_headers(text, doc.format):
+            holder = next(c for c in chunks if c.start <= a < c.end)
+            embed = (holder.context + "\n\n" if holder.context else "") + text[a:b]
+            if chunker.sizer.count(embed) > budget:
+                continue
+            checked += 1
+            if any(a < x < b for x in bounds) and (budget, name) not in _HEADER_SHORT:
+                cut.append(f"{name}:{text.count(chr(10), 0, a) + 1} {text[a:b][:50]!r}")
+    assert checked > 100 and not cut, cut
