@@ -451,9 +451,10 @@ def test_corpus_code_multi_contract(options):
     assert languages >= set(code_parser.LANGUAGES) - {"tsx"}
 
 
-def _oracle_headers(text: str, fmt: str) -> list[tuple[int, int]]:
-    """(start, end) of every function's header per the grammar: from the function node (its
-    modifiers and annotations; attributes that are siblings excluded) to its body's `{`."""
+def _oracle_headers(text: str, fmt: str) -> list[tuple[int, int, int]]:
+    """(start, end, definition end) of every function's header per the grammar: from the
+    function node (its modifiers and annotations; attributes that are siblings excluded) to
+    its body's `{`."""
     from tree_sitter import Parser
 
     src = text.encode("utf-8")
@@ -468,8 +469,9 @@ def _oracle_headers(text: str, fmt: str) -> list[tuple[int, int]]:
                 child.type in ORACLE[fmt].functions or value is not None) else None
             if body is not None:
                 brace = src[body.start_byte:body.start_byte + 1] == b"{"
-                out.append(_trim(text, len(src[:child.start_byte].decode()),
-                                 len(src[:body.start_byte + brace].decode())))
+                out.append((*_trim(text, len(src[:child.start_byte].decode()),
+                                   len(src[:body.start_byte + brace].decode())),
+                            len(src[:child.end_byte].decode())))
             todo.append(child)
     return out
 
@@ -483,20 +485,33 @@ _HEADER_SHORT = {(64, "scopt__Read.scala")}
 def test_fixture_function_headers_are_never_cut(budget):
     """Issue 24 in every language: no chunk starts or ends inside a function's header (its
     modifiers, attributes, name, parameters, to the `{`) when the header fits the chunk that
-    holds its first character; doc comments and attributes are cut from it instead."""
-    checked, cut = 0, []
+    holds its first character; doc comments and attributes are cut from it instead. A split
+    function's first chunk holds its header and, when they fit with what the chunk holds
+    before it, the first line of its body."""
+    checked, cut, first = 0, [], []
     for name in _fixtures():
         data = (FIXTURES / name).read_bytes()
         chunker = Chunker(max_tokens=budget)
         doc = get_parser(detect_format(name))(data, source=name)
         text, chunks = doc.text, chunker.chunk_document(doc)
         bounds = {x for c in chunks for x in _trim(text, c.start, c.end)}
-        for a, b in _oracle_headers(text, doc.format):
+        for a, b, end in _oracle_headers(text, doc.format):
             holder = next(c for c in chunks if c.start <= a < c.end)
             embed = (holder.context + "\n\n" if holder.context else "") + text[a:b]
             if chunker.sizer.count(embed) > budget:
                 continue
             checked += 1
-            if any(a < x < b for x in bounds) and (budget, name) not in _HEADER_SHORT:
-                cut.append(f"{name}:{text.count(chr(10), 0, a) + 1} {text[a:b][:50]!r}")
-    assert checked > 100 and not cut, cut
+            where = f"{name}:{text.count(chr(10), 0, a) + 1} {text[a:b][:50]!r}"
+            if (budget, name) in _HEADER_SHORT:
+                continue
+            if any(a < x < b for x in bounds):
+                cut.append(where)
+            body = _trim(text, b, end)[0]
+            if body >= end or any(c.start <= a and end <= c.end for c in chunks):
+                continue  # whole, or no body
+            line = text[body:text.find("\n", body) % (end + 1)]
+            held = (holder.context + "\n\n" if holder.context else "") + \
+                text[holder.start:b] + "\n" + line
+            if holder.end < b or (chunker.sizer.count(held) <= budget and holder.end <= body):
+                first.append(where)
+    assert checked > 100 and not cut and not first, (cut, first)
