@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .cli_options import store_location, store_options
+from .cli_options import budget_options, store_location, store_options
 from .errors import ConfigError
 
 EXAMPLES = (
@@ -65,12 +65,7 @@ def register(subparsers: Any) -> None:
                         "'chunkwise[compare]'; see chunkwise.peers)")
     g.add_argument("--corpus", nargs="+", default=None, metavar="PATH",
                    help="files and folders to ingest for --compare")
-    g.add_argument("--max-tokens", type=int, default=256, metavar="N",
-                   help="token budget per chunk (default 256)")
-    g.add_argument("--tokenizer", default="minilm", metavar="NAME",
-                   help="tokenizer of the budget (default minilm)")
-    g.add_argument("--overlap", type=int, default=0, metavar="N",
-                   help="tokens repeated from the previous chunk (default 0)")
+    budget_options(g)
     g.add_argument("--embed-cache", default=None, metavar="FILE",
                    help="SQLite file keeping chunk vectors between strategies and runs, so "
                         "a re-run embeds only the chunks that changed")

@@ -10,14 +10,19 @@ from typing import Any
 from .errors import ConfigError
 
 
-def chunk_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("chunking")
+def budget_options(g: Any) -> None:
+    """--max-tokens, --tokenizer, --overlap (`chunk`, `ingest`, `inspect` and `eval`)."""
     g.add_argument("--max-tokens", type=int, default=256, metavar="N",
                    help="token budget per chunk, context included (default 256)")
     g.add_argument("--tokenizer", default="minilm", metavar="NAME",
                    help="minilm (default), cl100k_base, o200k_base, chars, or a tokenizer.json path")
     g.add_argument("--overlap", type=int, default=0, metavar="N",
                    help="tokens repeated from the previous chunk (default 0)")
+
+
+def chunk_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("chunking")
+    budget_options(g)
     from .strategies import STRATEGIES
     from .strategies.cli_options import StrategyOption
 
