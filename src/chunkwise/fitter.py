@@ -189,7 +189,7 @@ class Contexts:
         self._cost = cost or self._count_cost
         self._memo: dict[str, tuple[str, int]] = {}
 
-    def of(self, parts: Sequence[str], anonymous: Sequence[int] = ()) -> tuple[str, int]:
+    def of(self, parts: Sequence[str], anonymous: tuple[int, ...] = ()) -> tuple[str, int]:
         """The context made of `parts` (lines), and its cost: over the limit, its longest
         prefix that fits, cut at a line. When that prefix would lose the innermost part not
         at an index in `anonymous` (the innermost named section: the definition a chunk is
@@ -197,7 +197,7 @@ class Contexts:
         before it go first: the anonymous ones, innermost first, then the named ones,
         outermost first (never the first part: the document's line)."""
         raw = "\n".join(parts)
-        key = (raw, tuple(anonymous)) if anonymous else raw
+        key = (raw, anonymous) if anonymous else raw
         hit = self._memo.get(key)
         if hit is None:
             ctx, count, limit = raw, self.sizer.count, self.limit
@@ -207,7 +207,7 @@ class Contexts:
             hit = self._memo[key] = (ctx, self._cost(ctx))
         return hit
 
-    def _innermost(self, parts: Sequence[str], anonymous: Sequence[int]) -> list[str]:
+    def _innermost(self, parts: Sequence[str], anonymous: tuple[int, ...]) -> list[str]:
         """`parts` less those that must go for the innermost named one to fit whole (all of
         them when it cannot)."""
         named = [i for i in range(1, len(parts)) if i not in anonymous]
@@ -748,12 +748,14 @@ class _Tree:
 
     def context(self, chain: tuple[Node, ...], start: int) -> tuple[str, int]:
         parts = lead_context(self.doc, chain[-1].path)
-        anonymous = []  # the parts of sections that add no name to the path (blocks)
-        for parent, node in zip((None, *chain), chain):
+        anonymous: tuple[int, ...] = ()  # parts of sections adding no name to the path (blocks)
+        path = None
+        for node in chain:
             if node.context and start > self._node_start(node):
-                if parent is not None and node.path == parent.path:
-                    anonymous.append(len(parts))
+                if node.path is path or node.path == path:
+                    anonymous += (len(parts),)
                 parts.append(node.context)
+            path = node.path
         return self.contexts.of(parts, anonymous)
 
     def count(self, context: str, a: int, b: int) -> int:
