@@ -18,7 +18,9 @@ explicit stack (never recursion; 10,000-deep nesting is read like any other), st
 items (a 50 MB one-line array of numbers is a few C-level matches). Bounded structure:
 entries deeper than `MAX_DEPTH` or past `MAX_SECTIONS` in a document get no section (the
 text is still validated, and cut at commas and lines), with a warning. Keys in the path are
-cut to `MAX_KEY` characters. Invalid JSON is a `ParseError` naming the reason and position.
+cut to `MAX_KEY` characters. Invalid JSON is a `ParseError` naming the reason and position,
+but for JSON with comments or trailing commas (`tsconfig.json`, editor settings): chunked as
+text, by lines, with a warning.
 """
 
 from __future__ import annotations
@@ -68,19 +70,52 @@ _LABEL_SPACE = re.compile(r"\s+")
 
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:
-    """Parse a JSON document into object/array/entry sections."""
+    """Parse a JSON document into object/array/entry sections (JSON with comments or
+    trailing commas: one section, with a warning)."""
+    return parse_strict(data, source=source, jsonc=True)
+
+
+def parse_strict(data: bytes, *, source: str, jsonc: bool = False) -> ParsedDocument:
+    """`parse`, but JSON with comments or trailing commas too is a `ParseError` unless
+    `jsonc`."""
     text, warnings = decode(data, source)
     name = file_label(source)
     builder = Builder(source, text, name)
     pos = _WS.match(text).end()
     if pos < len(text):
-        end = scan_json(text, pos, len(text), builder, (name,))
+        try:
+            end = scan_json(text, pos, len(text), builder, (name,))
+        except ParseError as e:
+            if not (jsonc and _jsonc(text, e)):
+                raise
+            # JSON with comments or trailing commas (tsconfig.json, .vscode/settings.json):
+            # not JSON, but what a folder of code holds; chunked as text, by lines
+            line = text.count("\n", 0, e.position) + 1
+            warnings.append(f"{e.reason} at line {line} (JSON with comments?): chunked as "
+                            "text, by lines")
+            builder.sections.clear()
+            builder.add(0, len(text), LEVEL_DOCUMENT, "document", (name,))
+            return builder.document("json", warnings, json_cuts=False)
         rest = _WS.match(text, end).end()
         if rest < len(text):
             hint = " (JSON Lines? name the file .jsonl)" if text.find("\n", end, rest) != -1 \
                 else ""
             raise ParseError(source, f"extra data after the JSON value{hint}", position=rest)
     return builder.document("json", warnings)
+
+
+def _jsonc(text: str, error: ParseError) -> bool:
+    """Whether `error` stops at what JSON-with-comments allows: a `//` or `/*` comment, or
+    a trailing comma."""
+    at = error.position
+    if at is None or at >= len(text):
+        return False
+    if text.startswith(("//", "/*"), at):
+        return True
+    before = at - 1
+    while before >= 0 and text[before] in " \t\r\n":
+        before -= 1
+    return text[at] in "]}" and before >= 0 and text[before] == ","
 
 
 # -- shared by the data formats -----------------------------------------------------------------

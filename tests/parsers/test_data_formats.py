@@ -120,7 +120,7 @@ def test_json_scanner_accepts_what_json_loads_accepts(value, at, char):
     except ValueError:
         valid = False
     try:
-        json_parser.parse(src.encode(), source="m.json")
+        json_parser.parse_strict(src.encode(), source="m.json")
         parsed = True
     except ParseError as e:
         parsed = False
@@ -143,9 +143,28 @@ def test_json_scanner_accepts_what_json_loads_accepts(value, at, char):
 ])
 def test_invalid_json_is_a_parse_error_naming_file_reason_and_position(src, reason):
     with pytest.raises(ParseError) as e:
-        json_parser.parse(src.encode(), source="bad.json")
+        json_parser.parse_strict(src.encode(), source="bad.json")
     assert e.value.source == "bad.json" and reason in e.value.reason
     assert e.value.position is not None
+    jsonc = "trailing comma" in reason or src.startswith("//")
+    if not jsonc:  # what a .json file gets: the same error
+        with pytest.raises(ParseError):
+            json_parser.parse(src.encode(), source="bad.json")
+
+
+def test_json_with_comments_and_trailing_commas_is_chunked_as_text_with_a_warning():
+    src = ('{\n  // compiler options\n  "compilerOptions": {\n    "strict": true, /* yes */\n'
+           '    "target": "es2022",\n  },\n}\n')
+    doc = json_parser.parse(src.encode(), source="tsconfig.json")
+    assert [w for w in doc.warnings if "line 2" in w and "chunked as text" in w]
+    assert len(doc.sections) == 1 and doc.text == src
+    chunks = check_contract(src.encode(), "tsconfig.json", Chunker(max_tokens=64))
+    assert "".join(c.text for c in chunks).replace("\n", "") == src.replace("\n", "")
+    doc = json_parser.parse(b'{"a": [1, 2,\n ]}', source="t.json")
+    assert "at line 2" in doc.warnings[-1]
+    for bad in (b'{"a": 1, "b": }', b'{"a": 1 "b": 2}'):  # invalid, not JSONC
+        with pytest.raises(ParseError):
+            json_parser.parse(bad, source="bad.json")
 
 
 # -- JSON Lines ------------------------------------------------------------------------------
