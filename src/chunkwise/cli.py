@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+import warnings
 from typing import Any, Iterator, Sequence
 
 from .cli_options import chunk_options, chunker_from
@@ -261,6 +262,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              logging.ERROR if getattr(args, "quiet", False) else logging.WARNING)
     logging.basicConfig(level=level,
                         format="%(levelname)s %(message)s", stream=sys.stderr)
+    # pydantic >= 2.12 warns, on import, about field attributes that older llama-index-core
+    # releases set: noise on a command's stderr, and nothing a user can act on
+    warnings.filterwarnings("ignore", module=r"pydantic\._internal\._generate_schema")
     if not getattr(args, "func", None):
         ap.print_help()
         return 2

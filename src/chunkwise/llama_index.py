@@ -398,7 +398,8 @@ class _Plan:
                                end=chunk.end if self.exact else None)
 
     def _node_id(self, index: int, chunk: Chunk, parser: ChunkwiseNodeParser) -> str:
-        if parser.id_func is not default_id_func:
+        # (older llama-index-core, 0.12.34.post1 the floor, leaves `id_func` None)
+        if parser.id_func is not None and parser.id_func is not default_id_func:
             return parser.id_func(index, self.doc)
         if chunk.source == self.doc.node_id:
             return chunk.id
