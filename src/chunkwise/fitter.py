@@ -400,9 +400,9 @@ class Fitter:
         and the lines up to `glue` that fit with it: the headers of the compound statements
         the body opens with, `for x in y:`, or comments), and between the parts of the last
         one when it alone does not fit (but inside the longest run of parts that ends it and
-        fits); then it starts a chunk (started in the chunk of the
-        headers before it, under their shorter context, it could have fitted and been cut
-        for nothing). The packer keeps together what fits."""
+        fits); then it starts a chunk (started in the chunk of the headers before it, under
+        their shorter context, it could have fitted and been cut for nothing). The packer
+        keeps together what fits."""
         heads = chain[-1].lead_cuts
         last = heads[-1]
         head, end = max(a, last[0]), last[-1]
