@@ -200,20 +200,21 @@ class Contexts:
         key = (raw, anonymous) if anonymous else raw
         hit = self._memo.get(key)
         if hit is None:
-            ctx, count, limit = raw, self.sizer.count, self.limit
-            if self.at_line and len(parts) > 2 and count(raw) > limit:
-                ctx = "\n".join(self._innermost(parts, anonymous))
-            ctx = limit_tokens(ctx, count, limit, at_line=self.at_line)
+            count, limit = self.sizer.count, self.limit
+            ctx = limit_tokens(raw, count, limit, at_line=self.at_line)
+            if self.at_line and len(parts) > 2 and len(ctx) < len(raw):
+                last = max((i for i in range(1, len(parts)) if i not in anonymous), default=0)
+                if last and len(ctx) < sum(map(len, parts[:last + 1])) + last:  # lost it
+                    ctx = limit_tokens("\n".join(self._innermost(parts, anonymous, last)),
+                                       count, limit, at_line=True)
             hit = self._memo[key] = (ctx, self._cost(ctx))
         return hit
 
-    def _innermost(self, parts: Sequence[str], anonymous: tuple[int, ...]) -> list[str]:
-        """`parts` less those that must go for the innermost named one to fit whole (all of
-        them when it cannot)."""
-        named = [i for i in range(1, len(parts)) if i not in anonymous]
-        if not named:
-            return list(parts)
-        last = named[-1]
+    def _innermost(self, parts: Sequence[str], anonymous: tuple[int, ...],
+                   last: int) -> list[str]:
+        """`parts` less those that must go for the named one at `last` to fit whole (all
+        of them when it cannot)."""
+        named = [i for i in range(1, last + 1) if i not in anonymous]
         kept = list(range(last + 1))
         drops = [*(i for i in reversed(kept) if i in anonymous), *named[:-1]]
         for i in [None, *drops]:

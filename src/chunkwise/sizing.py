@@ -155,10 +155,25 @@ def _hf_sizer(name: str, path: Path) -> Sizer:
 def limit_tokens(text: str, count: Callable[[str], int], limit: int, *,
                  at_line: bool = False) -> str:
     """`text` if it has at most `limit` tokens, else its longest prefix that does (binary
-    search on exact counts), cut back to the last line break (`at_line`) or, when the cut
-    falls inside a word, to the last space or line break; trailing whitespace dropped."""
+    search on exact counts), cut back to the last line break (`at_line`: a search over the
+    line ends, unless the first line alone is too long) or, when the cut falls inside a
+    word, to the last space or line break; trailing whitespace dropped."""
     if not text or count(text) <= limit:
         return text
+    if at_line:  # the longest run of whole lines that fits: a search over line ends
+        ends, nl = [], text.find("\n")
+        while nl != -1:
+            ends.append(nl)
+            nl = text.find("\n", nl + 1)
+        lo, hi = 0, len(ends)  # lines 0..lo-1 fit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count(text[:ends[mid - 1]].rstrip()) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            return text[:ends[lo - 1]].rstrip()
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
