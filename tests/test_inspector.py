@@ -556,3 +556,16 @@ def test_cli_map(tmp_path, fixture_db):
     missing = subprocess.run([*CHUNKWISE_CLI, "map", "--db", str(tmp_path / "none")],
                              capture_output=True, text=True, timeout=300)
     assert missing.returncode == 1 and "no Chroma database" in missing.stderr
+
+
+def test_inspector_chunks_with_the_views_asked_for():
+    """`inspect --views none` shows the chunks `chunk --views none` gives (the option was
+    accepted and ignored)."""
+    path = FIXTURES / "538__trump-poll-tweets.csv"
+    for views in ("default", "none"):
+        (view,) = Inspector(["structure"], views=views).report(
+            path.read_bytes(), source=path.name).views
+        want = Chunker(views=views).chunk_bytes(path.read_bytes(), source=path.name)
+        assert [(c.start, c.end, c.view) for c in view.chunks] == \
+            [(c.start, c.end, c.view) for c in want]
+        assert any(c.view for c in view.chunks) == (views == "default")

@@ -82,7 +82,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     spec = args.strategy  # a StrategySpec when a strategy flag (--semantic-…) was given
     keywords = dict(getattr(spec, "keywords", {}) or {})
     inspector = Inspector(args.strategies, max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                          overlap=args.overlap, **keywords)
+                          overlap=args.overlap, views=args.views, **keywords)
     found = discover(args.paths, root=resolve_root(args.root) if args.root else None)
     errors = [f"{name}: skipped: {reason}" for name, reason in found.skipped]
     errors += [f"{name}: no such file or directory" for name in found.missing]

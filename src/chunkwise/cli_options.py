@@ -66,7 +66,7 @@ def chunker_from(args: argparse.Namespace) -> Any:
 
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
                       overlap=args.overlap, strategy=args.strategy,
-                      views=getattr(args, "views", "default"))
+                      views=args.views)
     note = structure_note(args.strategy)
     if note and not getattr(args, "quiet", False):
         print(note, file=sys.stderr)

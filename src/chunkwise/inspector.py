@@ -76,13 +76,14 @@ class Inspector:
     Args:
         strategies: strategy names or `StrategySpec`s (a spec's keywords go to its Chunker);
             `keywords` are added to each strategy that takes them.
-        max_tokens, tokenizer, overlap: as `Chunker`'s, the same for every strategy.
+        max_tokens, tokenizer, overlap, views: as `Chunker`'s, the same for every strategy.
         keywords: further Chunker keyword arguments (`semantic_threshold`, `llm`, ...): each
             goes to the strategies it applies to (strategy options to their own strategy).
     """
 
     def __init__(self, strategies: Sequence[Any] = ("structure",), *, max_tokens: int = 256,
-                 tokenizer: str = "minilm", overlap: int = 0, **keywords: Any) -> None:
+                 tokenizer: str = "minilm", overlap: int = 0, views: str = "default",
+                 **keywords: Any) -> None:
         from .api import Chunker
         from .strategies import REGISTRY, StrategySpec, registered
 
@@ -94,7 +95,7 @@ class Inspector:
             given = {**keywords, **(spec.keywords if isinstance(spec, StrategySpec) else {})}
             mine = {k: v for k, v in given.items() if k in row.keywords or k not in own}
             chunker = Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap,
-                              strategy=StrategySpec(name, mine))
+                              strategy=StrategySpec(name, mine), views=views)
             tracer = None
             if name == "semantic":
                 from .strategies import Setup
