@@ -86,6 +86,12 @@ class Hit:
 
 
 # -- metadata -------------------------------------------------------------------------------
+def hnsw_configuration() -> dict[str, Any]:
+    """The index configuration of every collection chunkwise creates (a new dict each time:
+    Chroma may keep what it is given)."""
+    return {"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}}
+
+
 def embed_hash(text: str) -> str:
     """The key under which a vector is reused: sha256 of the exact text embedded."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -337,7 +343,7 @@ class Store:
             metadata[_COLLECTION_SPEC] = e.spec
         return self._call(lambda: self.client.get_or_create_collection(
             self.name, embedding_function=e.chroma_function, metadata=metadata,
-            configuration={"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}}),
+            configuration=hnsw_configuration()),
             f"create collection {self.name!r}")
 
     def _check_embedder(self, col: Any) -> None:

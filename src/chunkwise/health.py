@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .chroma import HNSW_EF_SEARCH, Store, as_rows
+from .chroma import Store, as_rows, hnsw_configuration
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,7 @@ def rebuild(store: Store) -> None:
     old = store.collection
     new = client.create_collection(
         tmp, embedding_function=store.embedder.chroma_function,
-        metadata=dict(old.metadata or {}),
-        configuration={"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}})
+        metadata=dict(old.metadata or {}), configuration=hnsw_configuration())
     for got in store.pages(include=("documents", "metadatas", "embeddings")):
         if len(got["ids"]):
             for lo in range(0, len(got["ids"]), store.max_batch):
