@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
-                                          LEVEL_PART, LEVEL_SIMPLE, Item, Scope,
+                                          LEVEL_SIMPLE, Item, Scope,
                                           SectionBuilder, line_runs)
 from chunkwise.textio import decode
 
@@ -432,10 +432,6 @@ class _Builder(SectionBuilder):
         attributes = [a for a in item.above if a.type in self.lang.attributes]
         attributes += [a for a in _attribute_children(node, self.lang) if a.end_byte <= end]
         first = min([a.start_byte for a in attributes] + [item.node.start_byte, node.start_byte])
-        if first > item.start:  # comments above the header: a header too long to share a
-            # chunk with them is cut from them, not inside
-            self.add(item.start, first, LEVEL_SIMPLE, "comment")
-        self.add(first, end, LEVEL_SIMPLE, "signature")
         spans: list[list[int]] = []
         params = self._parameters(node)
         if params is not None and params.end_byte <= end:  # (one-line lists too)
@@ -447,17 +443,10 @@ class _Builder(SectionBuilder):
                         spans[-1][1] = child.end_byte
                 elif child.is_named:
                     spans.append([child.start_byte, child.end_byte, child.end_point.row])
-        if attributes:
-            for a in attributes:
-                self.add(a.start_byte, a.end_byte, LEVEL_PART, "decorator")
-            rest = max(a.end_byte for a in attributes)
-            while rest < end and self.src[rest:rest + 1].isspace():
-                rest += 1
-            stop = spans[0][0] if spans else end
-            if rest < stop:  # the keyword and name, cut from the attributes
-                self.add(rest, stop, LEVEL_PART, "name")
-        for a, b, _ in spans:
-            self.add(a, b, LEVEL_PART, "parameter")
+        name = max((a.end_byte for a in attributes), default=first)  # after the attributes
+        while name < end and self.src[name:name + 1].isspace():
+            name += 1
+        self.header(item.start, first, end, attributes, name, spans)
 
     def _compound(self, item: Item, node: Node, scope: Scope) -> bool:
         """A statement with blocks (`if`, `for`, `try`, a bare `{ … }`): the statements of its

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
-                                          LEVEL_PART, LEVEL_SIMPLE, Item, Scope,
+                                          LEVEL_SIMPLE, Item, Scope,
                                           SectionBuilder, line_runs)
 from chunkwise.textio import declared_encoding, decode
 
@@ -253,21 +253,13 @@ class _Builder(SectionBuilder):
             end += len(line.rstrip())
         outer = item.node
         first = outer.start_byte if outer is not None else item.start
-        if first > item.start:  # comments above the header: a section before it, so a
-            # header too long to share a chunk with them is cut from them, not inside
-            self.add(item.start, first, LEVEL_SIMPLE, "comment")
-        self.add(first, end, LEVEL_SIMPLE, "signature")
+        decorators = [c for c in outer.children if c.type == "decorator"] \
+            if outer is not None and outer.type == "decorated_definition" else []
         field = "superclasses" if node.type == "class_definition" else "parameters"
         params = node.child_by_field_name(field)
         # (on one line too: a long one is cut between them)
         spans = self._parameters(params) if params is not None else []
-        if outer is not None and outer.type == "decorated_definition":
-            for d in (c for c in outer.children if c.type == "decorator"):
-                self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
-            # the keyword and name, to the first parameter: cut from the decorators
-            self.add(node.start_byte, spans[0][0] if spans else end, LEVEL_PART, "name")
-        for start, stop, _ in spans:
-            self.add(start, stop, LEVEL_PART, "parameter")
+        self.header(item.start, first, end, decorators, node.start_byte, spans)
 
     def _parameters(self, params: Node) -> list[list[int]]:
         """[start, end, end row] of each parameter, with its comma and trailing comment (a

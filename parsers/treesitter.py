@@ -8,7 +8,7 @@ tree-sitter gives byte offsets into the UTF-8 source; sections index the canonic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from chunkwise.model import Section
 from chunkwise.textio import ByteOffsets
@@ -65,6 +65,23 @@ class SectionBuilder:
         start, end = self.offsets.to_str(start_byte), self.offsets.to_str(end_byte)
         if start < end:
             self.sections.append(Section(start, end, level, kind, path, context, meta))
+
+    def header(self, start: int, first: int, end: int, decorators: Sequence[Node], name: int,
+               params: Sequence[Sequence[int]]) -> None:
+        """A definition's header, bytes [first, end), as a `signature` (the core glues it to
+        the first statement of the body), the comment lines above it, [start, first), a
+        section before it. Its parts, the only places where a header too long for one chunk
+        is cut: each decorator or attribute, then (when there are any) the keyword and name
+        from `name` to the first parameter, and each parameter ([start, end, …] spans)."""
+        if first > start:  # a header too long to share a chunk with them is cut from them
+            self.add(start, first, LEVEL_SIMPLE, "comment")
+        self.add(first, end, LEVEL_SIMPLE, "signature")
+        if decorators:
+            for d in decorators:
+                self.add(d.start_byte, d.end_byte, LEVEL_PART, "decorator")
+            self.add(name, params[0][0] if params else end, LEVEL_PART, "name")
+        for a, b, *_ in params:
+            self.add(a, b, LEVEL_PART, "parameter")
 
     def _item(self, item: Item, scope: Scope) -> None:
         """The sections of one statement or definition (each language's builder)."""
