@@ -69,15 +69,9 @@ _FLAT_RUN = re.compile(rf"(?:(?:{_SCALAR_PATTERN}|{_FLAT_PATTERN}){_W},{_W}){{1,
 _LABEL_SPACE = re.compile(r"\s+")
 
 
-def parse(data: bytes, *, source: str) -> ParsedDocument:
-    """Parse a JSON document into object/array/entry sections (JSON with comments or
-    trailing commas: one section, with a warning)."""
-    return parse_strict(data, source=source, jsonc=True)
-
-
-def parse_strict(data: bytes, *, source: str, jsonc: bool = False) -> ParsedDocument:
-    """`parse`, but JSON with comments or trailing commas too is a `ParseError` unless
-    `jsonc`."""
+def parse(data: bytes, *, source: str, jsonc: bool = True) -> ParsedDocument:
+    """Parse a JSON document into object/array/entry sections. JSON with comments or
+    trailing commas is one section, with a warning (`jsonc`), else a `ParseError` too."""
     text, warnings = decode(data, source)
     name = file_label(source)
     builder = Builder(source, text, name)
