@@ -378,7 +378,7 @@ class Fitter:
         else:
             # with the whole first line after them: else that line's packing could cut
             # them to keep a word of it (a comment line above the first statement)
-            line = self.text.find("\n", glue, b) % (b + 1) if glue < b else b
+            line = self.text.find("\n", glue, b) % (b + 1)
             if self._fits(self._candidate(chain, a, line)):
                 return None
             if self._fits(self._candidate(chain, a, glue)):

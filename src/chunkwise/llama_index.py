@@ -410,10 +410,8 @@ class _Plan:
     def _text_node(self, node_id: str, text: str, own: dict[str, Any], *, start: int | None,
                    end: int | None) -> TextNode:
         hidden_embed = [k for k in own if k != CONTEXT_KEY]
-        hidden_llm = [k for k in own if k != VIEW_KEY
-                      and k not in (_LLM_KEYS if self.shown else {CONTEXT_KEY})]
-        if VIEW_KEY in own:
-            hidden_llm.append(VIEW_KEY)
+        hidden_llm = [k for k in own if k == VIEW_KEY
+                      or k not in (_LLM_KEYS if self.shown else {CONTEXT_KEY})]
         return (ViewNode if VIEW_KEY in own else TextNode)(
             id_=node_id, text=text, start_char_idx=start, end_char_idx=end,
             metadata={**self.inherited, **own},

@@ -194,8 +194,8 @@ def _attach_lead_ins(kids: list[Node], text: str) -> list[Node]:
 def _attach_leads(kids: list[Node]) -> list[Node]:
     """Siblings `kids` with every signature glued to the sibling after it: that sibling
     starts where the signature does and adds to its `lead_cuts` the signature's start, the
-    starts of its children (but one starting with it), then its end (comments may follow it before
-    the sibling's own start). A signature with nothing after it stays a section."""
+    starts of its children (but one starting with it), then its end (comments may follow it
+    before the sibling's own start). A signature with nothing after it stays a section."""
     kept: list[Node] = []
     for kid in reversed(kids):
         nxt = kept[-1] if kept else None

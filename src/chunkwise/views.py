@@ -294,8 +294,6 @@ _NONSPACE = re.compile(r"\S")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
-
-
 def embed_of(context: str, text: str) -> str:
     return f"{context}\n\n{text}" if context else text
 
