@@ -519,13 +519,25 @@ class _Walker:
                 rec.label = _span_text(self, rec.start, rec.end)
         self.block_break()
 
-    def open_list(self, f: _Frame, tag) -> None:
+    def _open_atomic(self, f: _Frame, kind: str) -> _Rec | None:
+        """Opens a list, definition list or table: a section of `kind`, unless it is inside
+        another one (or in a table cell), where its text belongs to the enclosing section;
+        no sections or headings start inside it until `_close_atomic`."""
         self.block_break()
         rec = None
         if not self.atomic and self.cell is None:
-            rec = f.rec = _Rec("list", _LEVELS["list"])
+            rec = f.rec = _Rec(kind, _LEVELS[kind])
             self.recs.append(rec)
         self.atomic += 1
+        return rec
+
+    def _close_atomic(self, rec: _Rec | None) -> None:
+        self.atomic -= 1
+        self._end(rec)
+        self.block_break()
+
+    def open_list(self, f: _Frame, tag) -> None:
+        rec = self._open_atomic(f, "list")
         start = 1
         if f.name == "ol":
             try:
@@ -535,10 +547,8 @@ class _Walker:
         self.lists.append([f.name == "ol", start, rec])
 
     def close_list(self, f: _Frame) -> None:
-        self.atomic -= 1
         self.lists.pop()
-        self._end(f.rec)
-        self.block_break()
+        self._close_atomic(f.rec)
 
     def open_li(self, f: _Frame, tag) -> None:
         if self.cell is not None:
@@ -568,30 +578,28 @@ class _Walker:
         f.extra = "li"
 
     def close_li(self, f: _Frame) -> None:
-        if f.extra != "li":
+        if self._close_item(f, "li"):
+            self.prefix = ""
+            self._end(f.rec)
+
+    def _close_item(self, f: _Frame, opened: str) -> bool:
+        """Closes a list item, or a dl's term or description: one opened as an item
+        (`f.extra == opened`) ends its line; any other (in a table cell or a heading, a dt or
+        dd outside a dl) is a block break. Whether it was an item."""
+        if f.extra != opened:
             self.block_break()
-            return
+            return False
         self.tight -= 1
-        self.prefix = ""
-        self._end(f.rec)
         if self.brk < 1 and self.pos:
             self.brk = 1
+        return True
 
     def open_dl(self, f: _Frame, tag) -> None:
-        self.block_break()
-        rec = None
-        if not self.atomic and self.cell is None:
-            rec = f.rec = _Rec("definition", _LEVELS["definition"])
-            self.recs.append(rec)
-        self.atomic += 1
-        self.dls.append([rec, None, False])
+        self.dls.append([self._open_atomic(f, "definition"), None, False])
 
     def close_dl(self, f: _Frame) -> None:
-        info = self.dls.pop()
-        self._end(info[1])
-        self.atomic -= 1
-        self._end(f.rec)
-        self.block_break()
+        self._end(self.dls.pop()[1])  # the last group
+        self._close_atomic(f.rec)
 
     def open_dt(self, f: _Frame, tag) -> None:
         self._dl_entry(f, term=True)
@@ -626,12 +634,7 @@ class _Walker:
         f.extra = "dl"
 
     def close_dt(self, f: _Frame) -> None:
-        if f.extra != "dl":
-            self.block_break()
-            return
-        self.tight -= 1
-        if self.brk < 1 and self.pos:
-            self.brk = 1
+        self._close_item(f, "dl")
 
     close_dd = close_dt
 
@@ -679,13 +682,7 @@ class _Walker:
                 self.cell_space = True
             f.extra = "nested"
             return
-        self.block_break()
-        rec = None
-        if not self.atomic:
-            rec = f.rec = _Rec("table", _LEVELS["table"])
-            self.recs.append(rec)
-        self.atomic += 1
-        self.tables.append(_Table(rec, f))
+        self.tables.append(_Table(self._open_atomic(f, "table"), f))
 
     def close_table(self, f: _Frame) -> None:
         if f.extra == "nested":
@@ -695,14 +692,12 @@ class _Walker:
         table = self.tables[-1]
         self._end_row(table)
         self.tables.pop()
-        self.atomic -= 1
         rec = table.rec
         if rec is not None:
             rec.context = "\n".join(table.header)
             if table.caption:
                 rec.label = " ".join("".join(table.caption).split())
-        self._end(rec)
-        self.block_break()
+        self._close_atomic(rec)
 
     def _table(self, f: _Frame) -> _Table | None:
         """The table an element belongs to directly (not through a nested table's cell)."""

@@ -13,7 +13,7 @@ import sys
 import warnings
 from typing import Any, Iterator, Sequence
 
-from .cli_options import chunk_options, chunker_from
+from .cli_options import add_command, chunk_options, chunker_from, examples_epilog
 from .errors import ChunkwiseError, ConfigError
 from .textio import display_name
 
@@ -52,19 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="chunkwise",
         description="Structure-aware chunking of documents (Markdown, HTML, PDF, Python, CSV, "
                     "text) into token-exact chunks, and ingestion into Chroma.",
-        epilog="Examples:\n  " + "\n  ".join(EXAMPLES.values()),
+        epilog=examples_epilog(list(EXAMPLES.values())),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="log details on stderr")
     ap.add_argument("--version", action="version", version=f"chunkwise {_version()}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("chunk", help="chunk files and folders",
-                       description="Chunk files (folders are walked recursively).",
-                       epilog=f"Example:\n  {EXAMPLES['chunk']}",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files, folders, or - (standard "
-                   "input, with --format)")
+    p = add_command(sub, "chunk", cmd_chunk, help="chunk files and folders",
+                    description="Chunk files (folders are walked recursively).",
+                    examples=EXAMPLES["chunk"])
+    _paths_option(p)
     p.add_argument("--jsonl", action="store_true", help="one JSON object per chunk (the contract)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress, notes, warnings or summary on stderr (errors still)")
@@ -77,27 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print each document's text with chunks in alternating colours "
                         "(auto: only on a terminal; always: forced)")
     chunk_options(p)
-    p.set_defaults(func=cmd_chunk)
 
-    p = sub.add_parser("text", help="print a document's canonical text",
-                       description="Print the canonical text that all offsets index.",
-                       epilog=f"Example:\n  {EXAMPLES['text']}",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="files, folders, or - (standard input, with --format); with more than "
-                        "one document each text follows a line `==> SOURCE <==`")
+    p = add_command(sub, "text", cmd_text, help="print a document's canonical text",
+                    description="Print the canonical text that all offsets index.",
+                    examples=EXAMPLES["text"])
+    _paths_option(p, "; with more than one document each text follows a line `==> SOURCE <==`")
     p.add_argument("--format", default=None, help="force the input format")
-    p.set_defaults(func=cmd_text)
 
-    p = sub.add_parser("sections", help="print a document's sections",
-                       description="Print the tiled sections the fitter respects.",
-                       epilog=f"{LEVELS_HELP}\n\nExample:\n  {EXAMPLES['sections']}",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="files, folders, or - (standard input, with --format)")
+    p = add_command(sub, "sections", cmd_sections, help="print a document's sections",
+                    description="Print the tiled sections the fitter respects.",
+                    examples=EXAMPLES["sections"], notes=LEVELS_HELP)
+    _paths_option(p)
     p.add_argument("--jsonl", action="store_true", help="one JSON object per section")
     p.add_argument("--format", default=None, help="force the input format")
-    p.set_defaults(func=cmd_sections)
 
     try:
         from . import cli_store
@@ -112,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_inspect.register(sub)
     return ap
+
+
+def _paths_option(p: argparse.ArgumentParser, more: str = "") -> None:
+    """The documents a command reads through `_documents`, with `more` said of them."""
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help=f"files, folders, or - (standard input, with --format){more}")
 
 
 def _write(line: str) -> None:

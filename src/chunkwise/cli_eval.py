@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .cli_options import budget_options, store_location, store_options
+from .cli_options import add_command, budget_options, store_location, store_options
 from .errors import ConfigError
 
 EXAMPLES = (
@@ -23,23 +23,24 @@ EXAMPLES = (
     "--corpus docs/",
 )
 
+#: `eval --help`'s description, shown as it is written here
+DESCRIPTION = """\
+Ask every question of QUESTIONS (JSON Lines: question, source, and
+optionally start/end or an excerpt of the source's canonical text) and
+report hit rate@k, MRR, NDCG@k and, for questions with a span, recall,
+precision and IoU of the retrieved chunks counted in non-whitespace
+characters. With --compare, the corpus is chunked and embedded once per
+strategy and the strategies are ranked by MRR; the first strategy listed
+is then compared with each other one, question by question (its MRR and
+IoU minus theirs, with 95% bootstrap intervals). Exit status 2 for an
+invalid questions file (every bad line is listed). Definitions: the
+chunkwise.eval module docstring."""
+
 
 def register(subparsers: Any) -> None:
     """Add `eval` to the main parser's subcommands."""
-    p = subparsers.add_parser(
-        "eval", help="score retrieval against questions with known answers",
-        description="Ask every question of QUESTIONS (JSON Lines: question, source, and\n"
-                    "optionally start/end or an excerpt of the source's canonical text) and\n"
-                    "report hit rate@k, MRR, NDCG@k and, for questions with a span, recall,\n"
-                    "precision and IoU of the retrieved chunks counted in non-whitespace\n"
-                    "characters. With --compare, the corpus is chunked and embedded once per\n"
-                    "strategy and the strategies are ranked by MRR; the first strategy listed\n"
-                    "is then compared with each other one, question by question (its MRR and\n"
-                    "IoU minus theirs, with 95% bootstrap intervals). Exit status 2 for an\n"
-                    "invalid questions file (every bad line is listed). Definitions: the\n"
-                    "chunkwise.eval module docstring.",
-        epilog="Examples:\n  " + "\n  ".join(EXAMPLES),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(subparsers, "eval", cmd_eval, description=DESCRIPTION, examples=EXAMPLES,
+                    help="score retrieval against questions with known answers")
     p.add_argument("questions", metavar="QUESTIONS", help="questions file (.jsonl)")
     p.add_argument("--root", default=None, metavar="DIR",
                    help="directory the questions' sources are relative to (default: the "
@@ -72,7 +73,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--exact", action="store_true",
                    help="rank by brute force over every stored vector instead of Chroma's "
                         "approximate index (always on with --compare)")
-    p.set_defaults(func=cmd_eval)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli_options import chunk_options, store_options, store_location
+from .cli_options import add_command, chunk_options, store_options, store_location
 from .errors import ChunkwiseError, ConfigError
 from .textio import display_name
 
@@ -33,14 +33,14 @@ def _strategy_list(value: str) -> list[str]:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("inspect", help="write an HTML page showing how documents are chunked",
-                       description="Chunk files (folders are walked) and write one "
-                                   "self-contained HTML page: each chunk coloured over the "
-                                   "text, its metadata on click, token histograms, strategies "
-                                   "side by side, and the distance curve of `semantic`.",
-                       epilog=f"Example:\n  {EXAMPLES['inspect']}",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       conflict_handler="resolve")
+    """Add `inspect` and `map` to the main parser's subcommands."""
+    p = add_command(sub, "inspect", cmd_inspect,
+                    help="write an HTML page showing how documents are chunked",
+                    description="Chunk files (folders are walked) and write one self-contained "
+                                "HTML page: each chunk coloured over the text, its metadata on "
+                                "click, token histograms, strategies side by side, and the "
+                                "distance curve of `semantic`.",
+                    examples=EXAMPLES["inspect"], conflict_handler="resolve")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("-o", "--output", default="chunkwise-inspect.html", metavar="FILE",
                    help="the page to write (default chunkwise-inspect.html)")
@@ -52,19 +52,17 @@ def register(sub: Any) -> None:
                    metavar="NAME[,NAME…]",
                    help="one or more strategies, comma-separated, shown side by side "
                         "(default structure)")
-    p.set_defaults(func=cmd_inspect, strategy="structure")
+    p.set_defaults(strategy="structure")
 
-    p = sub.add_parser("map", help="write an HTML scatter of a collection's vectors",
-                       description="Project the stored vectors of a collection to 2-D (PCA) "
-                                   "and write one self-contained HTML page: points coloured by "
-                                   "source or format, a click shows the chunk. Above 100,000 "
-                                   "chunks a random sample is drawn (the page says so).",
-                       epilog=f"Example:\n  {EXAMPLES['map']}",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "map", cmd_map, help="write an HTML scatter of a collection's vectors",
+                    description="Project the stored vectors of a collection to 2-D (PCA) and "
+                                "write one self-contained HTML page: points coloured by source "
+                                "or format, a click shows the chunk. Above 100,000 chunks a "
+                                "random sample is drawn (the page says so).",
+                    examples=EXAMPLES["map"])
     p.add_argument("-o", "--output", default="chunkwise-map.html", metavar="FILE",
                    help="the page to write (default chunkwise-map.html)")
     store_options(p)
-    p.set_defaults(func=cmd_map)
 
 
 def _write_page(path: str, text: str) -> None:

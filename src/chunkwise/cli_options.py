@@ -1,13 +1,35 @@
-"""Option groups shared by the `chunkwise` subcommands: chunking options (`chunk`, `ingest`,
-`eval`) and the store's location (`ingest`, `check`, `query`, `eval`), kept apart from the
-command modules so that they depend on this one and not on each other."""
+"""What the `chunkwise` subcommands share: how a subcommand is declared (`add_command`: its
+help, description and examples), chunking options (`chunk`, `ingest`, `eval`) and the store's
+location (`ingest`, `check`, `query`, `eval`), kept apart from the command modules so that
+they depend on this one and not on each other."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from .errors import ConfigError
+
+
+def examples_epilog(examples: str | Sequence[str], notes: str = "") -> str:
+    """A help page's closing text: `notes`, if any, then `Example:` (or `Examples:`) and the
+    command lines, indented."""
+    lines = (examples,) if isinstance(examples, str) else tuple(examples)
+    text = f"{'Example' if len(lines) == 1 else 'Examples'}:\n  " + "\n  ".join(lines)
+    return f"{notes}\n\n{text}" if notes else text
+
+
+def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int], *,
+                help: str, description: str, examples: str | Sequence[str], notes: str = "",
+                **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand that runs `func(args)`: `help` is its line in `chunkwise --help`, its own
+    help page shows `description` and ends with `examples_epilog(examples, notes)`, both as
+    written (line breaks kept); `kwargs` go to `add_parser`."""
+    p = subparsers.add_parser(name, help=help, description=description,
+                              epilog=examples_epilog(examples, notes),
+                              formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    p.set_defaults(func=func)
+    return p
 
 
 def budget_options(g: Any) -> None:

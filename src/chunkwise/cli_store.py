@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from .cli_options import chunk_options, chunker_from, store_location, store_options
+from .cli_options import add_command, chunk_options, chunker_from, store_location, store_options
 from .errors import ConfigError
 from .textio import display_name
 
@@ -26,15 +26,13 @@ EXAMPLES = {
 
 
 def register(subparsers: Any) -> None:
-    """Add `ingest` and `query` to the main parser's subcommands."""
-
-    p = subparsers.add_parser(
-        "ingest", help="chunk, embed and write files into Chroma",
+    """Add `ingest`, `check` and `query` to the main parser's subcommands."""
+    p = add_command(
+        subparsers, "ingest", cmd_ingest, help="chunk, embed and write files into Chroma",
         description="Chunk files (folders are walked recursively), embed the chunks and "
                     "upsert them into a Chroma collection. Unchanged files are skipped, changed "
                     "files replace their chunks; rerunning after an interruption completes it.",
-        epilog=f"Example:\n  {EXAMPLES['ingest']}",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        examples=EXAMPLES["ingest"])
     p.add_argument("paths", nargs="+", metavar="PATH")
     store_options(p)
     p.add_argument("--prune", action="store_true",
@@ -78,17 +76,16 @@ def register(subparsers: Any) -> None:
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="the cluster to join, e.g. auto or ray://head:10001 (implies --ray; "
                         "default: a local Ray on this machine's cores)")
-    p.set_defaults(func=cmd_ingest)
 
-    p = subparsers.add_parser(
-        "check", help="check that every stored chunk has its vector (and repair)",
+    p = add_command(
+        subparsers, "check", cmd_check,
+        help="check that every stored chunk has its vector (and repair)",
         description="Read back every record's vector and query the index for all records; "
                     "report records whose vector is missing (e.g. after two writers at once "
                     "or a damaged index folder). With --repair, re-embed them from their "
                     "stored text and rebuild an index that no longer answers. Exit status 0 "
                     "healthy (or repaired), 1 damaged.",
-        epilog=f"Example:\n  {EXAMPLES['check']}",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        examples=EXAMPLES["check"])
     store_options(p)
     p.add_argument("--repair", action="store_true", help="re-embed what is missing")
     p.add_argument("--embedder", default=None, metavar="SPEC",
@@ -97,14 +94,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="--repair: how long to wait for another writer (default 10)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=cmd_check)
 
-    p = subparsers.add_parser(
-        "query", help="search a Chroma collection",
+    p = add_command(
+        subparsers, "query", cmd_query, help="search a Chroma collection",
         description="Embed TEXT and print the nearest chunks with source, section path, "
                     "pages and distance (cosine; smaller is closer).",
-        epilog=f"Example:\n  {EXAMPLES['query']}",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        examples=EXAMPLES["query"])
     p.add_argument("text", metavar="TEXT")
     store_options(p)
     p.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
@@ -119,7 +114,6 @@ def register(subparsers: Any) -> None:
                         "within --expand-tokens) instead of the bare chunk")
     p.add_argument("--expand-tokens", type=int, default=512, metavar="N",
                    help="token budget of an expanded section (default 512)")
-    p.set_defaults(func=cmd_query)
 
 
 

@@ -30,14 +30,6 @@ from .structure import build_tree, walk
 
 log = logging.getLogger(__name__)
 
-#: alternating chunk hues (class c0..c5)
-HUES = 6
-#: at most this many entries in a document's section tree, and semantic plots per document
-MAX_TREE = 3000
-MAX_PLOTS = 60
-#: bars of a token histogram
-BINS = 16
-
 
 @dataclass(frozen=True, slots=True)
 class View:
@@ -169,6 +161,15 @@ def terminal_view(text: str, chunks: Sequence[Chunk]) -> str:
 
 
 # -- rendering -----------------------------------------------------------------------------
+#: alternating chunk hues (class c0..c5)
+HUES = 6
+#: at most this many entries in a document's section tree, and semantic plots per document
+MAX_TREE = 3000
+MAX_PLOTS = 60
+#: bars of a token histogram
+BINS = 16
+
+
 def render(reports: Sequence[DocumentReport], *, title: str = "chunkwise inspect",
            window: int | None = None, errors: Sequence[str] = ()) -> str:
     """The whole page for some documents (`errors`: files that could not be read, listed)."""

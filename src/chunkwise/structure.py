@@ -34,6 +34,7 @@ glued to another header (a class's first method) makes a run of headers, each wi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .model import ParsedDocument, Section
@@ -54,27 +55,29 @@ _NOT_INTRODUCED = frozenset({"section", "document"})
 _MAX_LEAD_IN = 400
 
 
+@dataclass(slots=True, eq=False)  # eq=False: nodes are told apart by identity (`id(node)`)
 class Node:
-    """A section in the tree (mutable while the tree is built, read-only afterwards)."""
+    """A section in the tree (mutable while the tree is built, read-only afterwards): the
+    span, level, kind, path, context and meta of a `Section` (a stretched span), then what
+    the tree adds."""
 
-    __slots__ = ("start", "end", "own_start", "level", "kind", "path", "context", "meta",
-                 "children", "lead_cuts")
+    start: int
+    end: int
+    #: where the parser said the section starts (`start` when built); text before it (a
+    #: heading) is glued on
+    own_start: int = field(init=False)
+    level: int
+    kind: str
+    path: tuple[str, ...]
+    context: str = ""
+    meta: tuple[tuple[str, Any], ...] = ()
+    children: list[Node] = field(default_factory=list, init=False)
+    #: the headers glued before the start of its content, in order, each as where it
+    #: starts, where it may be cut, then where it ends (see `_attach_leads`)
+    lead_cuts: tuple[tuple[int, ...], ...] = field(default=(), init=False)
 
-    def __init__(self, start: int, end: int, level: int, kind: str, path: tuple[str, ...],
-                 context: str = "", meta: tuple[tuple[str, Any], ...] = ()) -> None:
-        self.start = start
-        self.end = end
-        #: where the parser said the section starts; text before it (a heading) is glued on
-        self.own_start = start
-        self.level = level
-        self.kind = kind
-        self.path = path
-        self.context = context
-        self.meta = meta
-        self.children: list[Node] = []
-        #: the headers glued before the start of its content, in order, each as where it
-        #: starts, where it may be cut, then where it ends (see `_attach_leads`)
-        self.lead_cuts: tuple[tuple[int, ...], ...] = ()
+    def __post_init__(self) -> None:
+        self.own_start = self.start
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Node({self.kind}, {self.start}:{self.end}, {len(self.children)} children)"
