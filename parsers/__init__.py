@@ -23,10 +23,9 @@ MODULES: dict[str, str] = {
     "text": "text",
     "html": "html",
     "pdf": "pdf",
-    "python": "python",
     "csv": "csv",
-    # code in other languages: one generic parser, driven by `code.LANGUAGES`
-    **{lang: "code" for lang in ("javascript", "typescript", "tsx", "go", "rust", "java", "c",
+    # code: one parser driven by `code.LANGUAGES` (Python's dialect in `python.py`)
+    **{lang: "code" for lang in ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c",
                                  "cpp", "csharp", "ruby", "php", "bash", "kotlin", "swift",
                                  "scala", "lua")},
     "json": "data", "jsonl": "jsonl", "yaml": "yaml", "toml": "toml",

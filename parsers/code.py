@@ -2,8 +2,9 @@
 
 `LANGUAGES` holds one row per language: the grammar package and the node types that matter
 (classes and other containers, functions and methods, blocks, comments, imports, attributes,
-package declarations). The walk itself is the same for every language and mirrors
-`chunkwise.parsers.python`:
+package declarations, how a line comment starts). The walk (`CodeBuilder`) is the same for
+every language, Python included; a row may name a dialect module whose `Builder` subclass
+prints headers its own way (`chunkwise.parsers.python`: docstrings, compact signatures).
 
 Sections, by level (a total order): class/container > function/method > compound statement
 (and its clauses, and an import block) > simple statement. A definition's members or body
@@ -29,8 +30,11 @@ type of its `impl`, whose own symbol is `impl Trait for Type`).
 Syntax errors: tree-sitter recovers, often by wrapping a stretch of valid code in an ERROR
 node; such a node is transparent (the definitions and statements in it are sections) and the
 fragments in it become leaf sections flagged `syntax_error`. The walk is an explicit stack,
-never recursion, and stops descending below `_MAX_DEPTH` nested blocks; a file over
-`_MAX_TREE` bytes is not given to tree-sitter and is kept as plain text, sized by lines.
+never recursion, and stops descending below `_MAX_DEPTH` nested blocks. A file over twice
+`_SLICE` bytes is parsed slice by slice, cut at lines that start top-level statements, so that
+tree-sitter's memory (some 40 bytes per source byte) follows the slice, not the file; a
+stretch over `_MAX_TREE` bytes with no such line (a minified bundle) is kept as plain text,
+sized by lines.
 
 A file whose grammar package is not installed is chunked as plain text (its `format` still
 names the language), with one warning per language and process naming the extra to install.
@@ -44,29 +48,43 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from chunkwise.parsers.treesitter import (
+    LEVEL_CLASS,
+    LEVEL_COMPOUND,
+    LEVEL_FUNCTION,
+    LEVEL_SIMPLE,
+    Item,
+    Scope,
+    SectionBuilder,
+    line_runs,
+)
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
-                                          LEVEL_SIMPLE, Item, Scope,
-                                          SectionBuilder, line_runs)
-from chunkwise.textio import decode
+from chunkwise.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
 log = logging.getLogger(__name__)
 
-#: headers longer than this (characters) are compacted for the context (less than Python's
-#: 160: signatures with types and modifiers are long, and the context may take at most half
-#: the budget)
-_HEADER_LIMIT = 120
-#: nested blocks below this depth are leaves
+#: nested blocks below this depth are leaves (CPython itself refuses 100 indentation levels)
 _MAX_DEPTH = 100
-#: a file bigger than this is not given to tree-sitter (it takes some 40 bytes of memory per
-#: source byte): it is kept as plain text, sized by lines
+#: files bigger than twice this are parsed slice by slice (tree-sitter takes some 40 bytes of
+#: memory per source byte)
+_SLICE = 1 << 21
+#: a slice this big is not given to tree-sitter (a single giant statement, a minified bundle,
+#: or a syntax error the slice could not be cut around): it is kept as plain text, sized by
+#: lines
 _MAX_TREE = 1 << 23
+#: where a slice may start: a line that starts a top-level statement at column 0, not one
+#: that continues one (`else`, `catch`, `end`) or may be inside an import block
+_TOP_LEVEL = re.compile(rb"^(?!(?:else|elif|elsif|except|catch|finally|rescue|ensure|end"
+                        rb"|import|from|use|using|require|extern)\b)[A-Za-z_@$]", re.MULTILINE)
+#: lines above a cut that stay with the statement below it: comments, decorators, attributes
+_LEADS = (b"@", b"#", b"//", b"/*", b" *", b"--")
 _SPACES = re.compile(r"\s+")
 #: a statement bigger than this (bytes) with no block of its own is searched for a block up to
 #: `_DEEP_LEVELS` below it (callbacks, immediately invoked functions)
@@ -111,6 +129,22 @@ class Lang:
     """Field names of a function's parameter list."""
     line_comment: str = "//"
     """How a line comment starts: the file name line of the context is one."""
+    skipped: frozenset[str] = _F()
+    """Nodes among statements that are not statements (Python's `line_continuation`)."""
+    elision: str = ""
+    """Written, indented as the block, after the context header of a statement with later
+    clauses (Python's `...`: the context still parses when a chunk starts at `else:`)."""
+    header_limit: int = 120
+    """Headers longer than this (characters) are compacted for the context."""
+    encoding: str = ""
+    """The kind of encoding declaration the language has (`textio.declared_encoding`)."""
+    views: tuple[tuple[str, str], ...] = ()
+    """The views (`chunkwise.views`) the language's chunks are embedded through."""
+    sliced: bool = True
+    """Big files may be parsed slice by slice (not PHP: code before `<?php` is text)."""
+    dialect: str = ""
+    """A module of `chunkwise.parsers` whose `Builder` (a `CodeBuilder`) prints the
+    language's headers its own way (Python's compact signatures, docstrings)."""
 
     @property
     def module(self) -> str:
@@ -137,6 +171,13 @@ _C_OTHERS = _F({"struct_specifier", "union_specifier", "enum_specifier", "type_d
 
 #: format name -> language row
 LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
+    Lang("python", "tree-sitter-python", classes=_F({"class_definition"}),
+         functions=_F({"function_definition"}), wrappers=_F({"decorated_definition"}),
+         blocks=_F({"block"}), attributes=_F({"decorator"}),
+         imports=_F({"import_statement", "import_from_statement", "future_import_statement"}),
+         parameters=("parameters", "superclasses"), line_comment="#",
+         skipped=_F({"line_continuation"}), elision="...", header_limit=160,
+         encoding="python", views=(("*", "code"),), dialect="python"),
     Lang("javascript", "tree-sitter-javascript", classes=_JS_CLASSES, functions=_JS_FUNCTIONS,
          wrappers=_F({"export_statement"}), blocks=_JS_BLOCKS, attributes=_F({"decorator"}),
          imports=_F({"import_statement"}), value_functions=_JS_VALUES),
@@ -208,7 +249,8 @@ LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
          blocks=_F({"declaration_list", "compound_statement", "enum_declaration_list",
                     "switch_block"}),
          attributes=_F({"attribute_list"}),
-         imports=_F({"namespace_use_declaration"}), packages=_F({"namespace_definition"})),
+         imports=_F({"namespace_use_declaration"}), packages=_F({"namespace_definition"}),
+         sliced=False),
     Lang("bash", "tree-sitter-bash", functions=_F({"function_definition"}),
          blocks=_F({"compound_statement", "do_group"}), line_comment="#"),
     Lang("kotlin", "tree-sitter-kotlin",
@@ -274,8 +316,9 @@ def parser_for(name: str) -> Callable[..., ParsedDocument]:
 def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
     """Parse source bytes of one of `LANGUAGES` into definition and statement sections."""
     lang = LANGUAGES[language]
-    text, warnings = decode(data, source)
-    if "\x00" in text:
+    declared = declared_encoding(data, lang.encoding) if lang.encoding else None
+    text, warnings = decode(data, source, declared=declared)
+    if "\x00" in text:  # NUL past the binary sniff window: not a source file
         raise ParseError(source, f"binary data, not {language} source",
                          position=text.index("\x00"))
     try:
@@ -283,22 +326,92 @@ def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
     except MissingDependencyError as e:
         return _as_text(data, source, lang, e)
     src = text.encode("utf-8", "surrogatepass")
-    builder = _Builder(text, src, lang)
-    if len(src) > _MAX_TREE:
-        builder.add_plain(0, len(src))
-        warnings.append(f"over {_MAX_TREE >> 20} MB: kept as plain text, not parsed")
-    else:
-        from tree_sitter import Parser
-
-        root = Parser(ts_language).parse(src).root_node
-        builder.add_module(root)
-        if root.has_error:
-            warnings.append("syntax errors; unparsable regions are kept as plain text")
+    builder = builder_class(lang)(text, src, lang)
+    errors = unparsed = False
+    for root, start, end in _roots(src, ts_language, lang.sliced):  # trees never coexist
+        if root is None:
+            unparsed = True
+            builder.add_plain(start, end)
+        else:
+            errors = errors or root.has_error
+            builder.add_module(root)
+    if errors:
+        warnings.append("syntax errors; unparsable regions are kept as plain text")
+    if unparsed:
+        warnings.append(f"a stretch of over {_MAX_TREE >> 20} MB without top-level statement "
+                        "boundaries is kept as plain text")
     name = PurePath(source).name
     return ParsedDocument(source=source, format=language, text=text,
                           sections=tuple(builder.sections), title=name,
                           path_in_context=False, context=_file_comment(lang, name),
-                          warnings=tuple(warnings), meta=(("language", language),))
+                          warnings=tuple(warnings), meta=(("language", language),),
+                          views=lang.views)
+
+
+def builder_class(lang: Lang) -> type[CodeBuilder]:
+    """The walk for a language: `CodeBuilder`, or its dialect's subclass."""
+    if not lang.dialect:
+        return CodeBuilder
+    return importlib.import_module(f"chunkwise.parsers.{lang.dialect}").Builder
+
+
+def _roots(src: bytes, language: Any, sliced: bool = True
+           ) -> Iterator[tuple[Node | None, int, int]]:
+    """(root, start byte, end byte) of slices covering the source, parsed one at a time so
+    that memory follows the slice, not the file. Small files are one slice. A slice with a
+    syntax error may have been cut inside a string or brackets (tree-sitter then reports an
+    error in it, though not always near the cut): it is extended, doubling the step so the
+    total work stays linear, and parsed again; a real syntax error thus costs at most the
+    single parse it would have cost anyway. A slice over `_MAX_TREE` bytes is not parsed at
+    all (root None)."""
+    from tree_sitter import Parser, Point, Range
+
+    parser = Parser(language)
+    bounds = _slice_bounds(src) if sliced else [0, len(src)]
+    rows = [0]
+    for a, b in zip(bounds, bounds[1:]):
+        rows.append(rows[-1] + src.count(b"\n", a, b))
+    tail = len(src) - (src.rfind(b"\n") + 1)  # column of the end of the file
+    last, i = len(bounds) - 1, 0
+    while i < last:
+        step = 1
+        while True:
+            j = min(i + step, last)
+            if bounds[j] - bounds[i] > _MAX_TREE:
+                log.debug("bytes %d-%d not parsed: over %d bytes without a cut", bounds[i],
+                          bounds[j], _MAX_TREE)
+                yield None, bounds[i], bounds[j]
+                break
+            # parse only the slice's range; node offsets stay absolute
+            end_point = Point(rows[j], tail if j == last else 0)
+            parser.included_ranges = [Range(Point(rows[i], 0), end_point, bounds[i], bounds[j])]
+            root = parser.parse(src).root_node
+            if j == last or not root.has_error:
+                yield root, bounds[i], bounds[j]
+                break
+            step *= 2
+        i = j
+
+
+def _slice_bounds(src: bytes) -> list[int]:
+    """0, the cut points, len(src): cuts about every `_SLICE` bytes, each at a line that
+    starts a top-level statement (`_TOP_LEVEL`), moved up over the comment, decorator and
+    attribute lines right above it. Lines that continue a statement are never cut at."""
+    n, bounds, pos = len(src), [0], 0
+    while n - bounds[-1] > 2 * _SLICE:
+        m = _TOP_LEVEL.search(src, max(pos, bounds[-1] + _SLICE))
+        if m is None:
+            break
+        pos, cut = m.end(), m.start()
+        while cut > bounds[-1] + 1:  # keep comments and decorators with their definition
+            prev = src.rfind(b"\n", 0, cut - 1) + 1
+            if not src.startswith(_LEADS, prev):
+                break
+            cut = prev
+        if cut > bounds[-1] and src[cut - 2:cut - 1] != b"\\":  # not after a continuation
+            bounds.append(cut)
+    bounds.append(n)
+    return bounds
 
 
 def _file_comment(lang: Lang, name: str) -> str:
@@ -322,7 +435,7 @@ def _as_text(data: bytes, source: str, lang: Lang, error: MissingDependencyError
 
 
 # -- the walk ---------------------------------------------------------------------------------
-class _Builder(SectionBuilder):
+class CodeBuilder(SectionBuilder):
     """Turns a tree-sitter tree into sections with an explicit work stack."""
 
     def __init__(self, text: str, src: bytes, lang: Lang) -> None:
@@ -342,11 +455,20 @@ class _Builder(SectionBuilder):
                 self._item(item, scope)
 
     def _module(self, children: list[Node]) -> None:
-        """Import runs as one section each, then every other top-level statement."""
+        """The module's docstring, import runs as one section each, then every other
+        top-level statement."""
         scope = Scope((), "module", 0)
         items = self._items(children)
         module = (("kind", "module"),)
+        doc = self._docstring(items) if not self.sections else None  # (the first slice's)
+        if doc is not None:
+            self.add(doc.start, doc.end, LEVEL_SIMPLE, "module_docstring", meta=module)
+            items.remove(doc)
         self.module_items(items, scope, self.lang.imports, module)
+
+    def _docstring(self, items: list[Item]) -> Item | None:
+        """The module's docstring among its top-level items, in languages that have one."""
+        return None
 
     # -- statements ---------------------------------------------------------------------------
     def _item(self, item: Item, scope: Scope) -> None:
@@ -412,10 +534,10 @@ class _Builder(SectionBuilder):
         self.add(item.start, item.end, level, kind, path=path, context=context, meta=meta)
         if body is None or node.type in lang.others and not is_class:
             return
-        members = self._members(body)
+        members = [m for m in self._members(body) if m.type not in lang.skipped]
         if not members or (item.end - item.start <= _DEEP_MIN
-                           and members[0].start_point.row == body.start_point.row):
-            return  # `int f() { return 1; }`: a one-line definition is a leaf
+                           and members[0].start_point.row == node.start_point.row):
+            return  # `int f() { return 1; }`, `def f(): pass`: a one-line definition is a leaf
         owner_kind = "class" if is_class else "function"
         inner = Scope(path, owner_kind, scope.depth + 1)
         items = self._items(members)
@@ -424,29 +546,51 @@ class _Builder(SectionBuilder):
         self.todo.append((members, inner))
 
     def _signature(self, item: Item, end: int, node: Node) -> None:
-        """The header, from its first attribute (or the definition's first token) to its
-        opening brace, comments above it being a section before it: glued by the core to the
-        first member. Its parts are its children: each attribute, the rest to the first
-        parameter, and each parameter, so a header too long for one chunk is cut between
-        them, never inside one."""
-        attributes = [a for a in item.above if a.type in self.lang.attributes]
-        attributes += [a for a in _attribute_children(node, self.lang) if a.end_byte <= end]
+        """The header, from its first attribute or decorator (or the definition's first
+        token) to its opening brace or colon, and a comment after that on its line; comments
+        above it are a section before it. Glued by the core to the first member. Its parts
+        are its children: each attribute, the rest to the first parameter, and each parameter
+        (or base class), so a header too long for one chunk is cut between them, never inside
+        one."""
+        lang = self.lang
+        attributes = [a for a in item.above if a.type in lang.attributes]
+        wrapper = [] if item.node is node else _attribute_children(item.node, lang)
+        attributes += [a for a in wrapper + _attribute_children(node, lang) if a.end_byte <= end]
         first = min([a.start_byte for a in attributes] + [item.node.start_byte, node.start_byte])
-        spans: list[list[int]] = []
+        line = self.src[end:self.src.find(b"\n", end) % (len(self.src) + 1)]
+        if line.lstrip().startswith(lang.line_comment.encode()):  # `{  // why`
+            end += len(line.rstrip())
         params = self._parameters(node)
-        if params is not None and params.end_byte <= end:  # (one-line lists too)
-            for child in params.children:
-                if child.type == "," and spans:
-                    spans[-1][1] = child.end_byte
-                elif child.type in self.lang.comments:
-                    if spans and child.start_point.row == spans[-1][2]:
-                        spans[-1][1] = child.end_byte
-                elif child.is_named:
-                    spans.append([child.start_byte, child.end_byte, child.end_point.row])
+        spans = self._parameter_spans(params) if params is not None and params.end_byte <= end \
+            else []  # (one-line lists too)
         name = max((a.end_byte for a in attributes), default=first)  # after the attributes
         while name < end and self.src[name:name + 1].isspace():
             name += 1
         self.header(item.start, first, end, attributes, name, spans)
+
+    def _parameter_spans(self, params: Node) -> list[list[int]]:
+        """[start, end, end row] of each parameter, with its comma and a comment trailing it
+        on its line (Python: a bare `*` with the parameter after it, a `/` with the one
+        before it)."""
+        spans: list[list[int]] = []
+        separator = None  # the start of a bare `*` not yet followed by its parameter
+        for child in params.children:
+            if child.type == ",":
+                if spans and separator is None:
+                    spans[-1][1] = child.end_byte
+            elif child.type in self.lang.comments:
+                if spans and child.start_point.row == spans[-1][2]:
+                    spans[-1][1] = child.end_byte
+            elif child.type == "positional_separator":
+                if spans:
+                    spans[-1][1] = child.end_byte
+            elif child.type == "keyword_separator":
+                separator = child.start_byte
+            elif child.is_named:
+                start = child.start_byte if separator is None else separator
+                spans.append([start, child.end_byte, child.end_point.row])
+                separator = None
+        return spans
 
     def _compound(self, item: Item, node: Node, scope: Scope) -> bool:
         """A statement with blocks (`if`, `for`, `try`, a bare `{ … }`): the statements of its
@@ -467,7 +611,8 @@ class _Builder(SectionBuilder):
         if not blocks and not clauses:
             return False
         first = blocks[0] if blocks else clauses[0]
-        members = [m for m in self._members(first) if m.type not in lang.comments] \
+        members = [m for m in self._members(first)
+                   if m.type not in lang.comments and m.type not in lang.skipped] \
             if blocks else []
         small = node.end_byte - node.start_byte <= _DEEP_MIN  # (minified code is one line)
         if blocks and not clauses and (not members or small and members[0].start_point.row
@@ -475,6 +620,8 @@ class _Builder(SectionBuilder):
             return False
         end = self._header_end(node, first) if blocks else first.start_byte
         context = self._indent(node) + self._header(node.start_byte, end, node, first)
+        if clauses and lang.elision:  # stands for the elided block before a clause
+            context += "\n" + self._indent(members[0] if members else first) + lang.elision
         self.add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
         inner = Scope(scope.path, scope.owner, scope.depth + 1, scope.broken)
         for block in blocks:
@@ -537,7 +684,8 @@ class _Builder(SectionBuilder):
         if named is None:
             return "", ""
         # (a TypeScript `declare module '../vanilla'` is named by a string)
-        return _SPACES.sub(" ", self.node_text(named)).strip().strip("'\"`")[:_HEADER_LIMIT], ""
+        name = _SPACES.sub(" ", self.node_text(named)).strip().strip("'\"`")
+        return name[:self.lang.header_limit], ""
 
     def _body(self, node: Node) -> Node | None:
         body = node.child_by_field_name("body")
@@ -560,11 +708,13 @@ class _Builder(SectionBuilder):
         if body is None:  # to the end of its first line (a declaration, `def f = expr`)
             line_end = self.src.find(b"\n", node.start_byte, node.end_byte)
             return node.end_byte if line_end < 0 else line_end
-        if self.src[body.start_byte:body.start_byte + 1] == b"{":
-            return body.start_byte + 1
         first = body.children[0] if body.children else None
         if first is not None and first.type == "{":
             return first.end_byte
+        if self.src[body.start_byte:body.start_byte + 1] == b"{" and (
+                first is None or first.start_byte > body.start_byte
+                or first.type in self.lang.blocks):  # (not Python's `{}` statement)
+            return body.start_byte + 1
         end = node.start_byte
         for child in node.children:
             if child.start_byte >= body.start_byte:
@@ -576,9 +726,10 @@ class _Builder(SectionBuilder):
     def _header_start(self, outer: Node, node: Node) -> int:
         """Where the header shown in the context starts: the statement (`export …`), past
         the definition's own attributes and decorators (Java's sit in its `modifiers`)."""
-        if outer.start_byte != node.start_byte:
-            return outer.start_byte
         skip = self.lang.attributes | self.lang.comments
+        if outer.start_byte != node.start_byte:  # past a wrapper's decorators (Python)
+            return next((c.start_byte for c in outer.children if c.type not in skip),
+                        outer.start_byte)
         for child in node.children:
             if child.type in skip:
                 continue
@@ -594,19 +745,19 @@ class _Builder(SectionBuilder):
         """The header text for a context: as in the source when short, else on one line,
         else with its parameter list elided, else cut."""
         raw = self.slice(start, end).rstrip()
-        if len(raw) <= _HEADER_LIMIT:
+        if len(raw) <= self.lang.header_limit:
             return raw
         short = _SPACES.sub(" ", raw).strip()
-        if len(short) <= _HEADER_LIMIT:
+        if len(short) <= self.lang.header_limit:
             return short
         params = self._parameters(node)
         if params is not None and start <= params.start_byte and params.end_byte <= end:
             short = _SPACES.sub(" ", self.slice(start, params.start_byte) + "(…)"
                                 + self.slice(params.end_byte, end)).strip()
-            if len(short) <= _HEADER_LIMIT:
+            if len(short) <= self.lang.header_limit:
                 return short
         brace = " {" if raw.endswith("{") else ""
-        return short[:_HEADER_LIMIT - 2 - len(brace)].rstrip() + " …" + brace
+        return short[:self.lang.header_limit - 2 - len(brace)].rstrip() + " …" + brace
 
     def _parameters(self, node: Node) -> Node | None:
         for name in self.lang.parameters:
@@ -650,12 +801,14 @@ class _Builder(SectionBuilder):
         items: list[Item] = []
         pending: list[Node] = []  # own-line comments and attributes not yet placed
         for node in nodes:
+            if not (node.is_named or node.is_error) or node.type in lang.skipped:  # (tokens)
+                continue
             if node.type in lang.comments:
                 last = items[-1] if items else None
                 if (not pending and last is not None and last.node is not None
                         and node.start_point.row == last.end_row):
                     last.end, last.end_row = node.end_byte, node.end_point.row
-                else:
+                elif self._own_line(node):  # (not one after the `{` of its block's header)
                     pending.append(node)
                 continue
             if node.type in lang.attributes:
@@ -676,11 +829,17 @@ class _Builder(SectionBuilder):
         return items
 
     # -- helpers --------------------------------------------------------------------------------
+    def _own_line(self, node: Node) -> bool:
+        """True when only whitespace precedes the node on its line."""
+        column = node.start_point.column  # (bytes)
+        return column <= _DEEP_MIN and \
+            not self.src[node.start_byte - column:node.start_byte].strip()
+
     def _indent(self, node: Node) -> str:
         """The source indentation of the node's line ("" if code precedes it on its line: a
         minified line can be megabytes long)."""
         column = node.start_point.column  # (bytes)
-        if column > _HEADER_LIMIT:
+        if column > self.lang.header_limit:
             return ""
         prefix = self.src[node.start_byte - column:node.start_byte]
         return prefix.decode("utf-8", "surrogatepass") if not prefix.strip() else ""

@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 19  # 19: code headers cut from comments and compound lines around them, never
-# inside (issue 24); 18: views (CSV and Markdown table rows), parent sections; kinds of whole
+CHUNKER_VERSION = 20  # 20: Python parsed by the code table's walk (its chunks unchanged);
+# Ruby, Lua, Kotlin methods with a body below the header no longer leaves; a comment after a
+# block's `{` not glued to the next statement; 19: code headers cut from comments and compound
+# lines around them, never inside (issue 24); 18: views (CSV and Markdown table rows), parent sections; kinds of whole
 # sections; PDF bylines are not headings
 _DEFAULT_LLM_TIMEOUT = 60.0
 

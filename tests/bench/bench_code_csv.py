@@ -27,9 +27,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from chunkwise import Chunker
+from chunkwise.parsers import code as code_parser
 from chunkwise.parsers import csv as csv_parser
 from chunkwise.parsers import python as py_parser
+
+from chunkwise import Chunker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lines import LineIndex  # noqa: E402 (the tests' own line index)
@@ -53,7 +55,7 @@ def code_splitter(tokenizer: Callable[[str], list], budget: int):
         from tree_sitter import Parser
     except ImportError:
         return None
-    parser = Parser(py_parser._language())
+    parser = Parser(code_parser.grammar("python"))
     return CodeSplitter(language="python", parser=parser, count_mode="token",
                         max_tokens=budget, tokenizer=tokenizer, chunk_lines=10_000,
                         max_chars=10**9)
@@ -110,7 +112,7 @@ def bench_code(files: list[Path], chunker: Chunker, tokenize: Callable[[str], li
     mb = sum(map(len, datas)) / 1e6
     count = chunker.sizer.count
     budget = chunker.max_tokens
-    ts = Parser(py_parser._language())
+    ts = Parser(code_parser.grammar("python"))
     rows = {
         "tree-sitter parse": timed(lambda: [ts.parse(d) for d in datas], runs),
         "chunkwise parse": timed(lambda: [py_parser.parse(d, source="x.py") for d in datas],

@@ -5,6 +5,7 @@ parser's), plus bad and hostile input measured in a subprocess."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ FIXTURE_SYMBOLS = {
     "Alamofire__RedirectHandler.swift": "RedirectHandler.task",
     "scopt__Read.scala": "scopt.Read.reads",
     "rxi__json.lua": "json.decode",
+    "fastapi__fastapi__background.py": "BackgroundTasks.add_task",
 }
 
 #: the oracle's own idea of a definition, per language: node types of functions and methods,
@@ -82,6 +84,8 @@ ORACLE = {
                     _F({"class_definition", "object_definition", "trait_definition",
                         "template_body"})),
     "lua": Oracle(_F({"function_declaration"})),
+    "python": Oracle(_F({"function_definition"}),
+                     _F({"class_definition", "block", "decorated_definition"})),
 }
 
 
@@ -430,6 +434,51 @@ def test_file_over_the_tree_limit_is_plain_text(monkeypatch):
     src = "function f() { return 1; }\n" * 100
     doc = get_parser("javascript")(src.encode(), source="big.js")
     assert [s.kind for s in doc.sections] == ["statement"] and doc.warnings
+
+
+def test_file_over_the_tree_limit_with_top_level_statements_keeps_its_structure(monkeypatch):
+    """A generated file over the tree limit is parsed slice by slice, not kept as text."""
+    monkeypatch.setattr(code_parser, "_MAX_TREE", 40_000)
+    monkeypatch.setattr(code_parser, "_SLICE", 10_000)
+    src = "".join(f"function f{i}(a, b) {{\n  return a + b * {i};\n}}\n\n" for i in range(5000))
+    doc = get_parser("javascript")(src.encode(), source="generated.js")
+    assert len(src) > 5 * code_parser._MAX_TREE and not doc.warnings
+    assert sum(s.kind == "function" for s in doc.sections) == 5000
+
+
+@pytest.mark.parametrize("name", _fixtures())
+def test_big_file_is_parsed_in_slices_with_the_same_sections(monkeypatch, name):
+    """Every language's big files are parsed slice by slice (tree-sitter's memory follows
+    the slice): the sections are those of the whole file, even where a cut candidate sits
+    inside a string, a comment or a block (the slice is then extended)."""
+    fmt = detect_format(name)
+    tricky = {"python": b'x = """\ndef inside_string():\n    pass\n"""\n',
+              "ruby": b"x = <<~EOS\ndef inside_heredoc\nend\nEOS\n",
+              "bash": b"x='\nfunction inside_string() {\n}\n'\n"}.get(
+                  fmt, b"/*\nint inside_comment(void) {\n}\n*/\n")
+    if fmt == "lua":
+        tricky = b"--[[\nfunction inside_comment()\nend\n]]\n"
+    data = (FIXTURES / name).read_bytes()
+    # four copies, but one file: a single package / `<?php` line, Lua's module `return` last
+    again = re.sub(rb"(?m)^(?:package .*|<\?php|namespace .*;|declare\(.*\);)$", b"", data)
+    if fmt == "kotlin":  # (imports before declarations only)
+        again = re.sub(rb"(?m)^import .*$", b"", again)
+    end = re.compile(rb"(?m)^return \w+\s*\Z")
+    copies = [end.sub(b"", again)] * 3 + [data] if fmt == "lua" else [data] + [again] * 3
+    src = b"\n".join(c + b"\n" + tricky for c in copies)
+    parse = get_parser(fmt)
+    if parse(data, source=name).warnings:
+        pytest.skip("the fixture itself has a syntax error (cJSON's afl.c: an #if without "
+                    "#endif): slices of it need not match the whole")
+    whole = parse(src, source=name)
+    assert not whole.warnings
+    monkeypatch.setattr(code_parser, "_SLICE", 256)
+    if code_parser.LANGUAGES[fmt].sliced:
+        assert len(code_parser._slice_bounds(src)) > 4
+    sliced = parse(src, source=name)
+    key = lambda s: (s.start, -s.end, -s.level)  # noqa: E731
+    assert sorted(sliced.sections, key=key) == sorted(whole.sections, key=key)
+    assert sliced.warnings == whole.warnings
 
 
 # -- the shared corpus --------------------------------------------------------------------------

@@ -141,7 +141,7 @@ def test_table_in_a_tab_repeats_its_header_without_the_indentation():
 
 
 def test_mkdocs_bodies_nested_past_the_limit_stay_code():
-    from parsers import markdown as mdp
+    from chunkwise.parsers import markdown as mdp
 
     depth = mdp._MAX_BODY_DEPTH + 3
     lines = []

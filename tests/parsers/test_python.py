@@ -6,15 +6,15 @@ from __future__ import annotations
 import ast
 import time
 
+import headers
 import pytest
-
-from chunkwise import Chunker, ParseError, chunk_text
+from chunkwise.parsers import code as code_parser
 from chunkwise.parsers import python as py_parser
-from lines import LineIndex
-
 from conftest import FIXTURES, corpus_files
 from contract import check_contract
-import headers
+from lines import LineIndex
+
+from chunkwise import Chunker, ParseError, chunk_text
 
 SAMPLE = '''"""Module doc."""
 import os
@@ -231,7 +231,7 @@ def _piece_parses(text: str, chunk) -> bool:
     col = chunk.start - (text.rfind("\n", 0, chunk.start) + 1)
     body = " " * col + chunk.text
     whole = f"{chunk.context}\n{body}" if chunk.context else body
-    return not Parser(py_parser._language()).parse(whole.encode()).root_node.has_error
+    return not Parser(code_parser.grammar("python")).parse(whole.encode()).root_node.has_error
 
 
 def _aligned(doc, chunk) -> bool:
@@ -419,7 +419,7 @@ def test_deep_nesting_is_bounded():
         doc = _parse(src)
         assert time.perf_counter() - t < 5
         depth = max(len(s.path) for s in doc.sections)
-        assert depth <= py_parser._MAX_DEPTH + 1
+        assert depth <= code_parser._MAX_DEPTH + 1
         check_contract(src.encode(), "deep.py", Chunker(max_tokens=64))
 
 
@@ -431,8 +431,8 @@ def test_big_module_is_parsed_in_slices_with_the_same_sections(monkeypatch):
     corpus = (FIXTURES / "fastapi__fastapi__background.py").read_text()
     src = "\n".join([tricky, corpus, tricky, corpus] * 3)
     whole = _parse(src)
-    monkeypatch.setattr(py_parser, "_SLICE", 512)
-    assert len(py_parser._slice_bounds(src.encode())) > 10
+    monkeypatch.setattr(code_parser, "_SLICE", 512)
+    assert len(code_parser._slice_bounds(src.encode())) > 10
     sliced = _parse(src)
     key = lambda s: (s.start, -s.end, -s.level)  # noqa: E731
     assert sorted(sliced.sections, key=key) == sorted(whole.sections, key=key)
@@ -446,7 +446,7 @@ def test_generated_module_time_and_giant_statement():
     assert time.perf_counter() - t < 15
     assert len(_by_kind(doc, "function")) == 40000
     giant = "D = {\n" + "".join(f"    'k{i}': {i},\n" for i in range(600000)) + "}\n"
-    assert len(giant) > py_parser._MAX_TREE
+    assert len(giant) > code_parser._MAX_TREE
     doc = _parse(giant)  # one statement over the tree limit: plain text, at once
     assert [s.kind for s in doc.sections] == ["statement"] and doc.warnings
 
