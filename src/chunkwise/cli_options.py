@@ -6,6 +6,7 @@ they depend on this one and not on each other."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any, Callable, Sequence
 
 from .errors import ConfigError
@@ -23,8 +24,10 @@ def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace],
                 help: str, description: str, examples: str | Sequence[str], notes: str = "",
                 **kwargs: Any) -> argparse.ArgumentParser:
     """A subcommand that runs `func(args)`: `help` is its line in `chunkwise --help`, its own
-    help page shows `description` and ends with `examples_epilog(examples, notes)`, both as
-    written (line breaks kept); `kwargs` go to `add_parser`."""
+    help page shows `description` (its line breaks kept, lines over 79 characters wrapped)
+    and ends with `examples_epilog(examples, notes)`; `kwargs` go to `add_parser`."""
+    description = "\n".join(textwrap.fill(line, 79) if len(line) > 79 else line
+                            for line in description.splitlines())  # long lines wrapped
     p = subparsers.add_parser(name, help=help, description=description,
                               epilog=examples_epilog(examples, notes),
                               formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)

@@ -36,7 +36,7 @@ class CollectionMap:
     total: int
     """Records in the collection."""
     xy: np.ndarray
-    """(n, 2) projected coordinates (n = total, or `MAX_POINTS` when sampled)."""
+    """(n, 2) projected coordinates (n = total, or the sample size when sampled)."""
     ids: Sequence[str]
     metas: Sequence[dict[str, Any]]
     texts: Sequence[str]
@@ -136,7 +136,7 @@ def render_map(cmap: CollectionMap, *, title: str | None = None) -> str:
     }
     shown = len(cmap.ids)
     note = (f"showing a random sample of {shown:,} of {cmap.total:,} chunks (more than "
-            f"{MAX_POINTS:,})" if cmap.sampled else f"{shown:,} chunks")
+            f"{shown:,})" if cmap.sampled else f"{shown:,} chunks")
     body = (f'<header><h1>{escape(title)}</h1><p id="note">{escape(note)} · PCA of the stored '
             f'vectors: axis 1 {cmap.explained[0]:.1%}, axis 2 {cmap.explained[1]:.1%} of the '
             f'variance · colour by <select id="by"><option value="source">source '
