@@ -46,7 +46,7 @@ import importlib
 import logging
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -129,6 +129,9 @@ class Lang:
     """Field names of a function's parameter list."""
     line_comment: str = "//"
     """How a line comment starts: the file name line of the context is one."""
+    compound: frozenset[str] = _F()
+    """The statements and clauses that may hold blocks (`if`, `else`, …), where the grammar
+    says so (Python: no expression holds a block); empty: every statement is looked into."""
     skipped: frozenset[str] = _F()
     """Nodes among statements that are not statements (Python's `line_continuation`)."""
     elision: str = ""
@@ -150,7 +153,7 @@ class Lang:
     def module(self) -> str:
         return self.package.replace("-", "_")
 
-    @property
+    @cached_property
     def definitions(self) -> frozenset[str]:
         return self.classes | self.functions | self.others
 
@@ -175,6 +178,10 @@ LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
          functions=_F({"function_definition"}), wrappers=_F({"decorated_definition"}),
          blocks=_F({"block"}), attributes=_F({"decorator"}),
          imports=_F({"import_statement", "import_from_statement", "future_import_statement"}),
+         compound=_F({"if_statement", "for_statement", "while_statement", "try_statement",
+                      "with_statement", "match_statement", "elif_clause", "else_clause",
+                      "except_clause", "except_group_clause", "finally_clause",
+                      "case_clause"}),
          parameters=("parameters", "superclasses"), line_comment="#",
          skipped=_F({"line_continuation"}), elision="...", header_limit=160,
          encoding="python", views=(("*", "code"),), dialect="python"),
@@ -441,7 +448,7 @@ class CodeBuilder(SectionBuilder):
     def __init__(self, text: str, src: bytes, lang: Lang) -> None:
         super().__init__(text, src)
         self.lang = lang
-        self.todo: list[tuple[list[Node], Scope]] = []
+        self.todo: list[tuple[list[Item], Scope]] = []
         self.package: tuple[str, ...] = ()
 
     def add_plain(self, start_byte: int, end_byte: int) -> None:
@@ -450,8 +457,8 @@ class CodeBuilder(SectionBuilder):
     def add_module(self, root: Node) -> None:
         self._module(self._members(root))
         while self.todo:
-            nodes, scope = self.todo.pop()
-            for item in self._items(nodes):
+            items, scope = self.todo.pop()
+            for item in items:
                 self._item(item, scope)
 
     def _module(self, children: list[Node]) -> None:
@@ -485,8 +492,8 @@ class CodeBuilder(SectionBuilder):
         if target is not None and scope.depth < _MAX_DEPTH:
             self._definition(item, target, body_owner, scope)
         elif node.is_error and node.named_child_count and scope.depth < _MAX_DEPTH:
-            self.todo.append((node.children, Scope(scope.path, scope.owner, scope.depth + 1,
-                                                    broken=True)))
+            broken = Scope(scope.path, scope.owner, scope.depth + 1, broken=True)
+            self.todo.append((self._items(node.children), broken))
         elif scope.depth < _MAX_DEPTH and self._compound(item, node, scope):
             return
         else:
@@ -543,7 +550,7 @@ class CodeBuilder(SectionBuilder):
         items = self._items(members)
         if items and items[0].start >= header_end:
             self._signature(item, header_end, node)
-        self.todo.append((members, inner))
+        self.todo.append((items, inner))
 
     def _signature(self, item: Item, end: int, node: Node) -> None:
         """The header, from its first attribute or decorator (or the definition's first
@@ -597,6 +604,8 @@ class CodeBuilder(SectionBuilder):
         blocks and its clauses (`else`, `catch`) become its children. False when it has no
         block, or its first block's first statement is on the header's line."""
         lang = self.lang
+        if lang.compound and node.type not in lang.compound:
+            return False
         if node.type in lang.blocks:  # a bare block: `{ … }`
             blocks, clauses = [node], []
         else:
@@ -625,7 +634,7 @@ class CodeBuilder(SectionBuilder):
         self.add(item.start, item.end, LEVEL_COMPOUND, "statement", context=context)
         inner = Scope(scope.path, scope.owner, scope.depth + 1, scope.broken)
         for block in blocks:
-            self.todo.append((self._members(block), inner))
+            self.todo.append((self._items(self._members(block)), inner))
         for clause in clauses:
             row, end_row = clause.start_point.row, clause.end_point.row
             self._item(Item(clause, clause.start_byte, row, clause.end_byte, end_row), inner)
@@ -801,9 +810,10 @@ class CodeBuilder(SectionBuilder):
         items: list[Item] = []
         pending: list[Node] = []  # own-line comments and attributes not yet placed
         for node in nodes:
-            if not (node.is_named or node.is_error) or node.type in lang.skipped:  # (tokens)
+            kind = node.type
+            if kind in lang.skipped or not (node.is_named or node.is_error):  # (tokens)
                 continue
-            if node.type in lang.comments:
+            if kind in lang.comments:
                 last = items[-1] if items else None
                 if (not pending and last is not None and last.node is not None
                         and node.start_point.row == last.end_row):
@@ -811,7 +821,7 @@ class CodeBuilder(SectionBuilder):
                 elif self._own_line(node):  # (not one after the `{` of its block's header)
                     pending.append(node)
                 continue
-            if node.type in lang.attributes:
+            if kind in lang.attributes:
                 pending.append(node)
                 continue
             start, row = node.start_byte, node.start_point.row
