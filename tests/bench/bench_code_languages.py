@@ -1,7 +1,7 @@
 """Speed of code chunking per language, next to tree-sitter's own parse of the same files.
 
-For each language of `chunkwise.parsers.code` (files: ../shared/corpus/code-multi when present,
-else the fixtures), per run over that language's files, the median of --runs:
+For each language of `chunkwise.parsers.code` (files: the --folder(s), else
+../shared/corpus/code-multi when present, else the fixtures), per run over that language's files, the median of --runs:
   - tree-sitter parse: `Parser.parse` of every file (the floor for any syntax-aware chunker),
   - chunkwise parse: `parsers.code` (decode + tree-sitter + sections),
   - chunkwise chunk: parse + fitting to the budget (tokenizer and budget as given).
@@ -9,6 +9,7 @@ Printed as a Markdown table: the milliseconds of each, and the ratios parse / tr
 chunk / tree-sitter (all three timed in the same process, so the ratios compare like with like).
 
     python tests/bench/bench_code_languages.py [--runs 5] [--tokenizer minilm] [--max-tokens 256]
+        [--folder DIR ...]
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ def timed(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
-def files_by_language(folder: Path) -> dict[str, list[Path]]:
+def files_by_language(folders: list[Path]) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
-    for path in sorted(folder.iterdir()):
+    for path in sorted(p for folder in folders for p in folder.iterdir()):
         fmt = detect_format(path.name)
         if fmt in code_parser.LANGUAGES:
             out.setdefault(fmt, []).append(path)
@@ -50,19 +51,19 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--tokenizer", default="minilm")
     ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--folder", type=Path, default=None)
+    ap.add_argument("--folder", type=Path, nargs="+", default=None)
     args = ap.parse_args()
     from tree_sitter import Parser
 
-    folder = args.folder or ROOT.parent / "shared" / "corpus" / "code-multi"
-    if not folder.is_dir():
-        folder = ROOT / "fixtures"
+    folders = args.folder or [ROOT.parent / "shared" / "corpus" / "code-multi"]
+    if not all(f.is_dir() for f in folders):
+        folders = [ROOT / "fixtures"]
     chunker = Chunker(tokenizer=args.tokenizer, max_tokens=args.max_tokens)
-    print(f"files: {folder}; {args.tokenizer} {args.max_tokens}; median of {args.runs} runs\n")
+    print(f"files: {', '.join(map(str, folders))}; {args.tokenizer} {args.max_tokens}; median of {args.runs} runs\n")
     print("| language | files | KB | tree-sitter ms | parse ms | chunk ms | parse / ts "
           "| chunk / ts | chunks |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for fmt, paths in sorted(files_by_language(folder).items()):
+    for fmt, paths in sorted(files_by_language(folders).items()):
         datas = [p.read_bytes() for p in paths]
         ts = Parser(code_parser.grammar(fmt))
         parse = get_parser(fmt)
