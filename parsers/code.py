@@ -50,19 +50,11 @@ from functools import cached_property, lru_cache
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from chunkwise.parsers.treesitter import (
-    LEVEL_CLASS,
-    LEVEL_COMPOUND,
-    LEVEL_FUNCTION,
-    LEVEL_SIMPLE,
-    Item,
-    Scope,
-    SectionBuilder,
-    line_runs,
-)
-
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
+from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
+                                          LEVEL_SIMPLE, Item, Scope, SectionBuilder,
+                                          line_runs)
 from chunkwise.textio import declared_encoding, decode
 
 if TYPE_CHECKING:

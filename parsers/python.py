@@ -26,10 +26,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from chunkwise.model import ParsedDocument
 from chunkwise.parsers import code
 from chunkwise.parsers.treesitter import Item
-
-from chunkwise.model import ParsedDocument
 
 if TYPE_CHECKING:
     from tree_sitter import Node

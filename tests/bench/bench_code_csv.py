@@ -27,11 +27,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from chunkwise import Chunker
 from chunkwise.parsers import code as code_parser
 from chunkwise.parsers import csv as csv_parser
 from chunkwise.parsers import python as py_parser
-
-from chunkwise import Chunker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lines import LineIndex  # noqa: E402 (the tests' own line index)

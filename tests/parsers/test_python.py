@@ -6,15 +6,16 @@ from __future__ import annotations
 import ast
 import time
 
-import headers
 import pytest
-from chunkwise.parsers import code as code_parser
-from chunkwise.parsers import python as py_parser
-from conftest import FIXTURES, corpus_files
-from contract import check_contract
-from lines import LineIndex
 
 from chunkwise import Chunker, ParseError, chunk_text
+from chunkwise.parsers import code as code_parser
+from chunkwise.parsers import python as py_parser
+from lines import LineIndex
+
+from conftest import FIXTURES, corpus_files
+from contract import check_contract
+import headers
 
 SAMPLE = '''"""Module doc."""
 import os
