@@ -533,7 +533,7 @@ class CodeBuilder(SectionBuilder):
         self.add(item.start, item.end, level, kind, path=path, context=context, meta=meta)
         if body is None or node.type in lang.others and not is_class:
             return
-        members = [m for m in self._members(body) if m.type not in lang.skipped]
+        members = self._members(body)
         if not members or (item.end - item.start <= _DEEP_MIN
                            and members[0].start_point.row == node.start_point.row):
             return  # `int f() { return 1; }`, `def f(): pass`: a one-line definition is a leaf
@@ -612,8 +612,7 @@ class CodeBuilder(SectionBuilder):
         if not blocks and not clauses:
             return False
         first = blocks[0] if blocks else clauses[0]
-        members = [m for m in self._members(first)
-                   if m.type not in lang.comments and m.type not in lang.skipped] \
+        members = [m for m in self._members(first) if m.type not in lang.comments] \
             if blocks else []
         small = node.end_byte - node.start_byte <= _DEEP_MIN  # (minified code is one line)
         if blocks and not clauses and (not members or small and members[0].start_point.row
@@ -781,16 +780,19 @@ class CodeBuilder(SectionBuilder):
 
     # -- items ----------------------------------------------------------------------------------
     def _members(self, block: Node) -> list[Node]:
-        """The named children of a block, through transparent nodes (Go's statement_list)."""
+        """The named children of a block, through transparent nodes (Go's statement_list),
+        less those that are not statements (Python's `line_continuation`)."""
+        lang = self.lang
         out: list[Node] = []
         todo = list(reversed(block.children))
         while todo:
             child = todo.pop()
-            if child.type in self.lang.transparent:
+            kind = child.type
+            if kind in lang.transparent:
                 todo.extend(reversed(child.children))
-            elif child.is_named or child.is_error:
+            elif (child.is_named or child.is_error) and kind not in lang.skipped:
                 out.append(child)
-        if len(out) == 1 and out[0].type in self.lang.blocks and out[0].type != block.type:
+        if len(out) == 1 and out[0].type in lang.blocks and out[0].type != block.type:
             return self._members(out[0])  # a body that is one block (Swift's `statements`)
         return out
 
@@ -803,7 +805,7 @@ class CodeBuilder(SectionBuilder):
         pending: list[Node] = []  # own-line comments and attributes not yet placed
         for node in nodes:
             kind = node.type
-            if kind in lang.skipped or not (node.is_named or node.is_error):  # (tokens)
+            if kind in lang.skipped or not (node.is_named or node.is_error):  # (an ERROR's)
                 continue
             if kind in lang.comments:
                 last = items[-1] if items else None

@@ -1,5 +1,6 @@
-"""What the tree-sitter parsers (`python`, `code`) share: sections made from byte spans, the
-scope and item records of their walks, and comments grouped into runs.
+"""The building blocks of the tree-sitter walk (`chunkwise.parsers.code`, every language):
+sections made from byte spans, a definition's header and its parts, import runs, the scope
+and item records of the walk, and comments grouped into runs.
 
 tree-sitter gives byte offsets into the UTF-8 source; sections index the canonical `str`.
 `SectionBuilder.add` converts once, through `chunkwise.textio.ByteOffsets`.
