@@ -76,11 +76,17 @@ def snapshot(db: Path | str, collection: str = "chunkwise") -> dict[str, tuple[s
 
 
 def expected_chunks(paths, **options) -> dict[str, Chunk]:
-    """The chunks of the files under `paths`, named as ingest names them (relative to the
-    folder given)."""
+    """The chunks ingest stores for the files under `paths`, named as ingest names them
+    (relative to the folder given): one per distinct embed text of a file (its first)."""
     chunker = Chunker(**options)
-    return {c.id: c for f in discover(paths).files
-            for c in chunker.chunk_file(f.path, source=f.source)}
+    out = {}
+    for f in discover(paths).files:
+        seen = set()
+        for c in chunker.chunk_file(f.path, source=f.source):
+            if c.embed_text not in seen:
+                seen.add(c.embed_text)
+                out[c.id] = c
+    return out
 
 
 # -- metadata and planning, on hand-made chunks ---------------------------------------------

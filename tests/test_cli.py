@@ -104,21 +104,21 @@ def test_text_and_sections_accept_folders():
 
 def test_unknown_format_is_bad_usage_in_one_line():
     for command in ("chunk", "text", "sections"):
-        p = run(command, FIXTURES, "--format", "docx")
+        p = run(command, FIXTURES, "--format", "odt")
         assert p.returncode == 2, (command, p.stderr)
-        assert p.stderr.count("\n") == 1 and "unknown --format 'docx'" in p.stderr
+        assert p.stderr.count("\n") == 1 and "unknown --format 'odt'" in p.stderr
         assert p.stdout == ""
 
 
 def test_unsupported_files_are_counted_in_one_line(tmp_path):
     (tmp_path / "good.md").write_text("# Hi\n\nText.\n")
-    (tmp_path / "a.docx").write_bytes(b"PK\x03\x04")
+    (tmp_path / "a.odt").write_bytes(b"PK\x03\x04")
     (tmp_path / "b.png").write_bytes(b"\x89PNG")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "c.png").write_bytes(b"\x89PNG")
     p = run("chunk", tmp_path, "--jsonl")
     assert p.returncode == 0
-    assert p.stderr == "chunkwise: 3 files of no supported format not read (.png: 2, .docx: 1)\n"
+    assert p.stderr == "chunkwise: 3 files of no supported format not read (.png: 2, .odt: 1)\n"
     assert run("chunk", tmp_path, "--jsonl", "--quiet").stderr == ""
 
 
@@ -215,7 +215,7 @@ def test_ingest_counts_unsupported_files_and_quiet_prints_nothing(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nSome text about apples.\n")
-    (docs / "slides.pptx").write_bytes(b"PK\x03\x04")
+    (docs / "slides.key").write_bytes(b"PK\x03\x04")
     (docs / "photo.jpg").write_bytes(b"\xff\xd8\xff")
     args = [*CLI, "ingest", str(docs), "--db", str(tmp_path / "db"), "--embedder", "hashvec:HASH"]
     p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)

@@ -20,7 +20,8 @@ from .fitter import Budget, Piece
 from .model import Chunk, ParsedDocument
 from .sizing import MAX_CHARS_PER_TOKEN, get_sizer
 from .strategies import REGISTRY, Registered, Setup, StrategySpec, registered
-from .textio import LineCounter, source_name
+from .headings import bound_document
+from .textio import LineCounter, file_source, source_name
 from .structure import build_tree
 from .views import apply_views, chain_of, parent_of
 
@@ -323,7 +324,7 @@ def parse_bytes(data: bytes, *, source: str, format: str | None = None) -> Parse
         raise ParseError(source, f"{fmt} parser failed: {type(e).__name__}: {e}") from e
     for warning in doc.warnings:
         log.warning("%s: %s", source, warning)
-    return doc
+    return bound_document(doc)
 
 
 def parse_file(path: str | os.PathLike, *, format: str | None = None,
@@ -332,8 +333,8 @@ def parse_file(path: str | os.PathLike, *, format: str | None = None,
     try:
         data = Path(path).read_bytes()
     except OSError as e:
-        raise ParseError(source_name(path), f"cannot read: {e.strerror or e}") from e
-    return parse_bytes(data, source=source or source_name(path), format=format)
+        raise ParseError(file_source(path), f"cannot read: {e.strerror or e}") from e
+    return parse_bytes(data, source=source or file_source(path), format=format)
 
 
 def chunk_text(text: str, *, format: str = "text", source: str = "<text>", **options) -> list[Chunk]:

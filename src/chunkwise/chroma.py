@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .errors import ChunkwiseError, ConfigError
+from .errors import ChunkwiseError, ConfigError, StoreError, no_space_message
 from .metadata import flatten_metadata
 from .model import Chunk
 from .textio import source_name
@@ -39,7 +39,8 @@ HNSW_EF_SEARCH = 100
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: metadata keys chunkwise writes; chunk meta keys equal to these are stored as `meta.<key>`
 RESERVED_KEYS = frozenset({
-    "source", "format", "start", "end", "chunk_index", "chunk_count", "tokens", "context",
+    "source", "format", "start", "end", "chunk_index", "chunk_count", "record_count",
+    "repeats", "repeat_starts", "repeat_ends", "tokens", "context",
     "section_path", "section_path_list", "kinds", "page_start", "page_end", "content_hash",
     "options", "embed_hash", "_node_content", "_node_type", "document_id", "doc_id",
     "ref_doc_id", "parent_id", "parent_start", "parent_end", "parent_path",
@@ -53,11 +54,6 @@ _COLLECTION_SPEC = "chunkwise_embedder_spec"
 COLLECTION_ROOT = "chunkwise_root"
 #: seconds a call to a Chroma server may take before it is given up (`--timeout`)
 DEFAULT_TIMEOUT = 60.0
-
-
-class StoreError(ChunkwiseError):
-    """The vector store could not be reached, or refused an operation (the message says which
-    and why); rerunning after the cause is fixed completes the job."""
 
 
 # -- results -------------------------------------------------------------------------------
@@ -97,20 +93,37 @@ def embed_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+#: locations of a repeated chunk listed in its record at most (`repeats` counts them all)
+MAX_REPEAT_LOCATIONS = 1000
+
+
 def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
                    options: str, prev_id: str | None = None,
-                   next_id: str | None = None) -> dict[str, Any]:
+                   next_id: str | None = None, embed_key: str | None = None,
+                   records: int | None = None,
+                   repeats: Sequence[Chunk] = ()) -> dict[str, Any]:
     """The flat metadata stored with a chunk: its contract fields, its position in the file,
     the file's hash and options (for incremental runs), the hash of its embed text (to reuse
     its vector), the chunk's own meta, and the keys through which LlamaIndex's
-    `ChromaVectorStore` reads the record as a node (`llama_index_keys`)."""
+    `ChromaVectorStore` reads the record as a node (`llama_index_keys`).
+
+    `repeats`: the file's later chunks with the same embed text, which this record stands
+    for (`repeats` = how many chunks it stands for, `repeat_starts`/`repeat_ends` the spans
+    of the others, at most `MAX_REPEAT_LOCATIONS`); `records`: how many records the file
+    has, stored only when repeats make it fewer than its chunks."""
     meta: dict[str, Any] = {
         "source": chunk.source, "format": chunk.format, "start": chunk.start, "end": chunk.end,
         "chunk_index": index, "chunk_count": count, "tokens": chunk.tokens,
         "context": chunk.context, "section_path": " > ".join(chunk.section_path),
         "content_hash": content_hash, "options": options,
-        "embed_hash": embed_hash(chunk.embed_text),
+        "embed_hash": embed_key or embed_hash(chunk.embed_text),
     }
+    if records is not None and records != count:
+        meta["record_count"] = records
+    if repeats:
+        meta["repeats"] = 1 + len(repeats)
+        meta["repeat_starts"] = [c.start for c in repeats[:MAX_REPEAT_LOCATIONS]]
+        meta["repeat_ends"] = [c.end for c in repeats[:MAX_REPEAT_LOCATIONS]]
     if chunk.section_path:
         meta["section_path_list"] = list(chunk.section_path)
     if chunk.kinds:
@@ -249,8 +262,11 @@ def connect(*, client: Any = None, db_path: str | os.PathLike | None = None,
                          f"connect to {h}:{p}", retry_delays)
         return c
     path = Path(db_path if db_path is not None else DEFAULT_DB)
-    if not create and not path.is_dir():
-        raise StoreError(f"no Chroma database at {path}; run `chunkwise ingest` first")
+    if not create and not (path / "chroma.sqlite3").is_file():
+        # a read never creates a database: Chroma would make one in any folder it is given
+        what = "the folder holds none" if path.is_dir() else \
+            "it is a file" if path.exists() else "no such folder"
+        raise StoreError(f"no Chroma database at {path} ({what}); run `chunkwise ingest` first")
     try:
         # Chroma caches clients by path string: an absolute path keeps "db" in two working
         # directories apart.
@@ -299,6 +315,25 @@ def persist_directory(client: Any) -> Path | None:
     return None
 
 
+#: free bytes below which a refused write is put down to a full disk
+_FULL = 16 * 1024 ** 2
+
+
+def disk_full(client: Any) -> str:
+    """The message for a write Chroma refused because the disk of an embedded database is
+    full (Chroma says only "Error in compaction: Failed to apply logs…"), else ""."""
+    import shutil
+
+    try:
+        folder = client.get_settings().persist_directory
+        free = shutil.disk_usage(folder).free if folder else None
+    except Exception:  # a server client, or a folder gone
+        return ""
+    if free is None or free >= _FULL:
+        return ""
+    return no_space_message(folder)
+
+
 class Store:
     """The chunkwise collection of one client, every call retried on transient failures and
     converted to `StoreError` on others."""
@@ -318,6 +353,9 @@ class Store:
         except ChunkwiseError:
             raise
         except Exception as e:
+            full = disk_full(self.client)
+            if full:
+                raise StoreError(full) from e
             raise StoreError(f"Chroma refused to {what} in collection {self.name!r}: "
                              f"{type(e).__name__}: {e}") from e
 
@@ -405,7 +443,8 @@ class Store:
                     hashes.add(str(meta["embed_hash"]))
                 source = str(meta.get("source", ""))
                 state = states.get(source)
-                key = (meta.get("content_hash"), meta.get("options"), meta.get("chunk_count"))
+                key = (meta.get("content_hash"), meta.get("options"),
+                       meta.get("record_count", meta.get("chunk_count")))
                 if state is None:
                     states[source] = SourceState(*key, stored=1)
                 else:
@@ -470,6 +509,7 @@ class SourceState:
     content_hash: str | None
     options: str | None
     chunk_count: int | None
+    """Records the source should have: its chunks, fewer where repeated chunks share one."""
     stored: int = 0
     mixed: bool = False
 

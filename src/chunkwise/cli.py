@@ -7,6 +7,7 @@ Parses arguments, calls the library, prints; a `ChunkwiseError` becomes one line
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import sys
@@ -14,8 +15,8 @@ import warnings
 from typing import Any, Iterator, Sequence
 
 from .cli_options import add_command, chunk_options, chunker_from, examples_epilog
-from .errors import ChunkwiseError, ConfigError
-from .textio import display_name
+from .errors import ChunkwiseError, ConfigError, no_space_message
+from .textio import TerminalSafeFormatter, display_name, terminal_safe
 
 EXAMPLES = {
     "chunk": "chunkwise chunk docs/ --jsonl --max-tokens 512 --tokenizer cl100k_base",
@@ -138,9 +139,15 @@ def _documents(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], int]:
     for name in found.missing:
         print(f"{display_name(name)}: no such file or directory", file=sys.stderr)
     if found.unsupported and not quiet:
-        print(f"chunkwise: {unsupported_summary(found.unsupported)}", file=sys.stderr)
+        print(f"chunkwise: {display_name(unsupported_summary(found.unsupported))}",
+              file=sys.stderr)
     docs.extend((task.source, task.path) for task in found.files)
-    return docs, len(found.missing)
+    # what could not be read at all (a folder that cannot be listed) is a failure
+    failed = len(found.missing) + sum(reason.startswith("cannot") for _, reason in found.skipped)
+    if not docs and not failed and not quiet:
+        print(f"chunkwise: no documents of a supported format in "
+              f"{display_name(', '.join(paths))}", file=sys.stderr)
+    return docs, failed
 
 
 def _read(item: Any) -> bytes:
@@ -190,7 +197,7 @@ def cmd_chunk(args: argparse.Namespace) -> int:
                     pages = f" p.{c.page_start}-{c.page_end}" if c.page_start else ""
                     _write(f"--- {display_name(c.source)} [{c.start}:{c.end}] {c.tokens} tokens"
                            f"{pages} | {display_name(where)}")
-                    _write(c.text)
+                    _write(terminal_safe(c.text, lines=True))
     finally:
         if bar is not None:
             bar.close()
@@ -217,7 +224,8 @@ def cmd_text(args: argparse.Namespace) -> int:
     for source, doc, count in _parsed(args):
         if count > 1:
             sys.stdout.write(f"==> {display_name(source)} <==\n")
-        sys.stdout.write(doc.text)
+        # exact bytes into a pipe or file (the canonical text); escaped on a terminal
+        sys.stdout.write(terminal_safe(doc.text, lines=True) if sys.stdout.isatty() else doc.text)
         if count > 1:
             sys.stdout.write("\n")
     return 1 if args.failed else 0
@@ -256,8 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # --quiet: errors only (a file's warnings, e.g. syntax errors kept as text, are not)
     level = (logging.INFO if args.verbose else
              logging.ERROR if getattr(args, "quiet", False) else logging.WARNING)
-    logging.basicConfig(level=level,
-                        format="%(levelname)s %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TerminalSafeFormatter("%(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     # pydantic >= 2.12 warns, on import, about field attributes that older llama-index-core
     # releases set: noise on a command's stderr, and nothing a user can act on
     warnings.filterwarnings("ignore", module=r"pydantic\._internal\._generate_schema")
@@ -282,6 +291,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:  # e.g. `chunkwise chunk … | head`
         return 0
+    except OSError as e:  # the disk, a permission: one line, never a traceback
+        where = display_name(str(e.filename)) if e.filename else "the output"
+        if e.errno == errno.ENOSPC:
+            print(f"chunkwise: {no_space_message(where)}", file=sys.stderr)
+        else:
+            print(f"chunkwise: {where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

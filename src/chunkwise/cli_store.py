@@ -226,25 +226,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         embedder = open_embedder(c, loc["collection"], args.embedder, load=args.repair)
         store = Store(c, loc["collection"], embedder, create=False,
                       retry_delays=loc["retry_delays"])
-        health = heal(store, store.embedder) if args.repair else check(store)
-        after = check(store) if args.repair and not health.ok else health
+        health, after = heal(store, store.embedder) if args.repair else (check(store),) * 2
     out = health.to_dict()
     if args.repair:
         out["repaired"] = after.ok
+        out["after"] = after.to_dict()
     if args.json:
         print(json.dumps(out))
     else:
-        state = "healthy" if health.ok else (
-            f"{len(health.missing)} of {health.records} records have no readable vector"
-            + (f"; the index does not answer ({health.error})" if health.error else "")
-            + (f"; a query over the index finds {health.searchable}"
-               if health.searchable not in (None, health.records) else ""))
-        if health.ok and health.searchable not in (None, health.records):
-            state += (f" (a query over the index reaches {health.searchable}: HNSW is "
-                      "approximate)")
-        print(f"{display_name(loc['collection'])}: {health.records} records, {state}")
+        print(f"{display_name(loc['collection'])}: {health.records} records, "
+              f"{health.summary()}")
         if args.repair and not health.ok:
-            print("repaired" if after.ok else "still damaged after repair")
+            print(f"repaired: {after.records} records, healthy" if after.ok else
+                  f"not repaired: {after.summary()}")
     return 0 if after.ok else 1
 
 

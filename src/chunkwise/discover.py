@@ -26,7 +26,7 @@ from typing import Iterable
 from chunkwise.parsers import detect_format
 
 from .errors import ConfigError
-from .textio import source_name
+from .textio import file_source, source_name
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,17 @@ def default_root(paths: Iterable[str | os.PathLike]) -> Path:
     resolved = [_absolute(p) for p in paths]
     if not resolved:
         raise ConfigError("no paths given")
-    folders = [p.resolve() if p.is_dir() else p.parent for p in resolved]
+    folders = [p.resolve() if _is_dir(p) else p.parent for p in resolved]
     return Path(os.path.commonpath([str(f) for f in folders]))
+
+
+def _is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False where it cannot be known (a folder on the way that cannot be
+    searched raises PermissionError from `is_dir` itself)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def resolve_root(root: str | os.PathLike) -> Path:
@@ -97,7 +106,7 @@ def relative_source(path: Path, root: Path) -> str | None:
         rel = path.relative_to(root)
     except ValueError:
         return None
-    return source_name(PurePosixPath(*rel.parts).as_posix() if rel.parts else "")
+    return file_source(PurePosixPath(*rel.parts).as_posix() if rel.parts else "")
 
 
 def inside(path: Path, root: Path) -> bool:
@@ -129,9 +138,15 @@ def discover(paths: Iterable[str | os.PathLike], *, root: Path | None = None,
                               f"that holds every path (--root)")
         rel = relative_source(path if inside(path, root) else path.resolve(), root) or ""
         found.scopes.append(rel)
-        if not os.path.lexists(path):
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
             found.missing.append(name)
-        elif path.is_dir():
+            continue
+        except OSError as e:  # a folder on the way that cannot be searched
+            found.skipped.append((name, f"cannot stat: {e.strerror or e}"))
+            continue
+        if _is_dir(path):
             walker.walk(path.resolve())
         else:
             walker.file(path, explicit=True)
@@ -159,7 +174,7 @@ class _Walker:
         self.walked: set[Path] = set()
 
     def skip(self, path: Path, reason: str) -> None:
-        name = relative_source(path, self.root) or source_name(path)
+        name = relative_source(path, self.root) or file_source(path)
         self.found.skipped.append((name, reason))
 
     def known(self, name: str) -> bool:
@@ -196,7 +211,7 @@ class _Walker:
                 self.file(path, explicit=False)
             else:
                 self.found.unsupported.append(relative_source(path, self.root)
-                                              or source_name(path))
+                                              or file_source(path))
         for sub in subfolders:
             self.walk(sub)
 
@@ -236,7 +251,7 @@ class _Walker:
             return
         source = relative_source(path, self.root)
         if source is None:  # an explicit link out of the root: named by where it points
-            source = relative_source(path.resolve(), self.root) or source_name(path.name)
+            source = relative_source(path.resolve(), self.root) or file_source(path.name)
         key = str(path.resolve())
         if key in self.seen:
             return

@@ -29,3 +29,14 @@ class MissingDependencyError(ChunkwiseError, ImportError):
     def __init__(self, package: str, extra: str | None = None) -> None:
         hint = f"pip install 'chunkwise[{extra}]'" if extra else f"pip install {package}"
         super().__init__(f"{package} is required for this feature: {hint}")
+
+
+class StoreError(ChunkwiseError):
+    """The vector store could not be reached, or refused an operation (the message says which
+    and why); rerunning after the cause is fixed completes the job."""
+
+
+def no_space_message(where: object) -> str:
+    """The one line for a write that failed on a full disk."""
+    return (f"no space left on device at {where}, nothing half-written: rerun after freeing "
+            f"space (the rerun completes what this one began)")

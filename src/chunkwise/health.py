@@ -46,8 +46,26 @@ class Health:
 
     @property
     def ok(self) -> bool:
+        """Healthy: every record has a readable vector and a query over the index reaches
+        every record (no slack: a record the index cannot reach is never found)."""
         return not self.missing and not self.error and (
-            self.searchable is None or self.searchable >= self.records - slack(self.records))
+            self.searchable is None or self.searchable >= self.records)
+
+    def summary(self) -> str:
+        """One line: `healthy`, or each thing that is wrong, with its count."""
+        if self.ok:
+            return "healthy"
+        wrong = []
+        if self.missing:
+            wrong.append(f"{len(self.missing)} of {self.records} records have no readable "
+                         f"vector")
+        if self.error:
+            wrong.append(f"the index does not answer ({self.error})")
+        elif self.searchable is not None and self.searchable < self.records:
+            wrong.append(f"a query over the index reaches {self.searchable} of "
+                         f"{self.records} records ({self.records - self.searchable} "
+                         f"unreachable)")
+        return "; ".join(wrong)
 
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "records": self.records, "ok": self.ok,
@@ -183,14 +201,17 @@ def rebuild(store: Store) -> None:
     log.info("%s: index rebuilt (%d records)", name, store.count())
 
 
-def heal(store: Store, embedder: Any) -> Health:
+def heal(store: Store, embedder: Any) -> tuple[Health, Health]:
     """`check`, then whatever it takes: re-embed missing vectors, rebuild a damaged graph.
-    Returns the health found before healing."""
+    Returns the health found before healing and after it (the same object when nothing
+    was wrong): the caller says what could not be repaired."""
     found = check(store)
+    if found.ok:
+        return found, found
     if found.missing:
         repair(store, found.missing, embedder)
-    if found.missing or not found.ok:
+    after = check(store)
+    if not after.ok:
+        rebuild(store)
         after = check(store)
-        if not after.ok:
-            rebuild(store)
-    return found
+    return found, after

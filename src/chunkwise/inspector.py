@@ -20,13 +20,13 @@ from __future__ import annotations
 import html
 import json
 import logging
-import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .model import Chunk, ParsedDocument
 from .structure import build_tree, walk
+from .textio import terminal_safe
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +128,6 @@ class Inspector:
 _ANSI = ("\x1b[30;48;5;223m", "\x1b[30;48;5;152m")
 _ANSI_OVERLAP = "\x1b[30;4;48;5;250m"
 _ANSI_RESET = "\x1b[0m"
-#: control and bidi characters a document could use to rewrite the terminal (tab, newline kept)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_view(text: str, chunks: Sequence[Chunk]) -> str:
@@ -138,8 +136,7 @@ def terminal_view(text: str, chunks: Sequence[Chunk]) -> str:
     `\\xNN` escapes, so a document cannot send escape sequences to the terminal."""
 
     def safe(a: int, b: int, colour: str) -> str:
-        part = _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
-                            else f"\\u{ord(m[0]):04x}", text[a:b])
+        part = terminal_safe(text[a:b], lines=True)
         if not colour:
             return part
         # colour each line alone: a background running past a newline fills the line's end

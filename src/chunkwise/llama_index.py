@@ -77,7 +77,7 @@ from chunkwise.parsers import MODULES, detect_format
 from .api import Chunker, parse_bytes, parse_file
 from .discover import discover, relative_source, resolve_root
 from .metadata import flatten_metadata
-from .textio import source_name
+from .textio import file_source
 from .errors import ConfigError, MissingDependencyError, ParseError
 from .model import Chunk, ParsedDocument
 from .sizing import Sizer, get_sizer
@@ -558,7 +558,7 @@ class ChunkwiseReader(BasePydanticReader):
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         if fs is not None:  # SimpleDirectoryReader's file_extractor: paths as it names them
-            files = [(p, source_name(p)) for p in paths]
+            files = [(p, file_source(p)) for p in paths]
         else:
             found = discover(list(paths), root=resolve_root(self.root) if self.root else None)
             for name, reason in found.skipped:
@@ -596,7 +596,7 @@ class ChunkwiseReader(BasePydanticReader):
             return None
         # (a name that is not UTF-8 is escaped, see `source_name`: it cannot be stored, and
         # the node parser then chunks such a file from this document's text)
-        file_path = source if fs is not None else source_name(Path(path).resolve())
+        file_path = source if fs is not None else file_source(Path(path).resolve())
         meta: dict[str, Any] = {**extra_info, "source": source, "file_path": file_path,
                                 "file_name": PurePath(source).name, "format": parsed.format}
         if parsed.title:

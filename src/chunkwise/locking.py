@@ -9,13 +9,14 @@ lock behind. Readers (`query`, `eval`) take no lock.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import time
 from pathlib import Path
 from typing import Callable
 
-from .errors import ChunkwiseError
+from .errors import ChunkwiseError, ConfigError, StoreError, no_space_message
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +48,18 @@ class WriteLock:
         self._fd: int | None = None
 
     def __enter__(self) -> WriteLock:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o644)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ConfigError(f"the database location {self.folder} is a file, not a folder; "
+                              f"name a folder (--db)")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / LOCK_NAME,
+                         os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise StoreError(no_space_message(self.folder)) from e
+            raise StoreError(f"cannot write the database at {self.folder}: "
+                             f"{e.strerror or e}") from e
         deadline = time.monotonic() + max(0.0, self.wait)
         told = False
         while not _try_lock(fd):

@@ -237,22 +237,46 @@ def is_current(stored: Mapping[str, Mapping[str, Any]], content_hash: str, optio
     """Whether the chunks stored for a file are exactly those of its current bytes and options."""
     return bool(stored) and all(
         m.get("content_hash") == content_hash and m.get("options") == options
-        and m.get("chunk_count") == len(stored) for m in stored.values())
+        and m.get("record_count", m.get("chunk_count")) == len(stored) for m in stored.values())
 
 
 def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Mapping[str, Any]],
               content_hash: str, options: str) -> FilePlan:
-    """Split a file's new chunks against what is stored for it."""
-    embed, refresh, seen = [], [], set()
+    """Split a file's new chunks against what is stored for it.
+
+    Chunks of the file whose embed texts are identical share one record (the first of
+    them), which lists where the others are (`chroma.repeat_keys`): thousands of identical
+    vectors break Chroma's HNSW graph (search returns the copies, records become
+    unreachable), and one record answers a query as well as all of them."""
+    firsts: dict[str, int] = {}  # embed hash -> index of the chunk that holds the record
+    hashes, record_of, seen = [], [], set()
     for index, chunk in enumerate(chunks):
+        h = embed_hash(chunk.embed_text)
+        hashes.append(h)
+        record_of.append(firsts.setdefault(h, index))
+    repeats: dict[int, list[int]] = {}
+    for index, first in enumerate(record_of):
+        if first != index:
+            repeats.setdefault(first, []).append(index)
+    records = len(firsts)
+    embed, refresh = [], []
+    for index, chunk in enumerate(chunks):
+        if record_of[index] != index:
+            continue
         if chunk.id in seen:  # ids hash source and span: a repeat is a chunker bug; keep one
             log.warning("%s: duplicate chunk id %s", source, chunk.id)
             continue
         seen.add(chunk.id)
+        prev_id = chunks[record_of[index - 1]].id if index else None
+        after = index + 1
+        while after < len(chunks) and record_of[after] == index:
+            after += 1  # the chunk after this one's own copies
+        next_id = chunks[record_of[after]].id if after < len(chunks) else None
         meta = chunk_metadata(chunk, index=index, count=len(chunks),
                               content_hash=content_hash, options=options,
-                              prev_id=chunks[index - 1].id if index else None,
-                              next_id=chunks[index + 1].id if index + 1 < len(chunks) else None)
+                              prev_id=prev_id, next_id=next_id, embed_key=hashes[index],
+                              records=records, repeats=[chunks[i] for i in
+                                                        repeats.get(index, ())])
         old = stored.get(chunk.id)
         if old is None:
             embed.append((chunk, meta))
@@ -995,11 +1019,15 @@ def _heal_if_damaged(store: Store, emb: Any) -> int:
 
     if quick_check(store):
         return 0
-    found = heal(store, emb)
-    log.warning("collection %r was damaged (%d of %d records without a readable vector%s); "
-                "repaired", store.name, len(found.missing), found.records,
-                f", index: {found.error}" if found.error else "")
-    return max(len(found.missing), 0 if found.ok else 1)
+    found, after = heal(store, emb)
+    if found.ok:
+        return 0
+    if after.ok:
+        log.warning("collection %r was damaged (%s); repaired", store.name, found.summary())
+    else:
+        log.warning("collection %r is damaged (%s) and could not be repaired (%s); "
+                    "`chunkwise check` tells more", store.name, found.summary(), after.summary())
+    return max(len(found.missing), 1)
 
 
 def _drop(c: Any, name: str, delays: Sequence[float]) -> None:

@@ -8,6 +8,7 @@ are tested, in exactly one place.
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import re
 from bisect import bisect_right
@@ -163,6 +164,25 @@ def source_name(source: str | os.PathLike) -> str:
                            else "backslashreplace").decode("utf-8", "backslashreplace")
 
 
+def file_source(path: str | os.PathLike) -> str:
+    """The name a file found on disk goes by (its `source`): an injective function of the
+    path's bytes, so two different files can never share a source (one would take the
+    other's chunks as stale). A path that is valid UTF-8 and holds no backslash is itself;
+    otherwise every backslash is doubled and every byte that is not UTF-8 written `\\xNN`
+    (a C-style escape), so `bad\\xffname.md` (a real name with a backslash) and the name
+    whose fourth byte is 0xFF stay apart. Callers' own document ids keep `source_name`."""
+    name = os.fspath(path)
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "surrogateescape")
+    if "\\" not in name:
+        try:
+            name.encode("utf-8")
+            return name
+        except UnicodeEncodeError:
+            pass
+    return source_name(name.replace("\\", "\\\\"))
+
+
 #: a lone surrogate that `surrogateescape` did not make (so cannot turn back into a byte)
 _NOT_ESCAPED = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
@@ -216,13 +236,34 @@ class ByteOffsets:
 #: a name is one line), DEL, C1 controls (ESC sequences, OSC), line/paragraph separators
 #: and the bidirectional overrides that reorder what is shown
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: the same, newline and tab allowed: document text shown as lines
+_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e"
+                             "\u2066-\u2069]")
+
+
+def _escape(m: re.Match) -> str:
+    code = ord(m[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(s: str, *, lines: bool = False) -> str:
+    """The one escaping function for what reaches a terminal: unsafe characters (see
+    `_UNSAFE`) written as `\\xNN` or `\\uNNNN` escapes, so a file name or a document
+    cannot forge an output line or send escape sequences (a title, a hyperlink, a cleared
+    screen) to the terminal. `lines`: document text, whose newlines and tabs are kept.
+    Machine-readable output (JSON) never goes through it: it keeps names as they are."""
+    unsafe = _UNSAFE_IN_TEXT if lines else _UNSAFE
+    return s if unsafe.search(s) is None else unsafe.sub(_escape, s)
 
 
 def display_name(name: str) -> str:
-    """`name` safe to print on one terminal line: unsafe characters (see `_UNSAFE`) written
-    as `\\xNN` or `\\uNNNN` escapes, so a file name cannot forge an output line or send
-    escape sequences to the terminal. Machine-readable output (JSON) keeps names as they are."""
-    if _UNSAFE.search(name) is None:
-        return name
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
-                       else f"\\u{ord(m[0]):04x}", name)
+    """`name` safe to print on one terminal line (`terminal_safe`)."""
+    return terminal_safe(name)
+
+
+class TerminalSafeFormatter(logging.Formatter):
+    """Log lines for a terminal: the formatted message through `terminal_safe` (a warning
+    names files and quotes documents), one record one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
