@@ -76,7 +76,7 @@ def detect_format(path: str | PurePath | None, data: None = None) -> str | None:
 
 def detect_format(path: str | PurePath | None, data: bytes | None = None) -> str | None:
     """The one answer to "which format is this file?", asked by `parse_bytes`, the folder walk
-    (`chunkwise.discover`, which keeps the files this names) and the LlamaIndex parser: the
+    (`chunkwise.pipeline.discover`, which keeps the files this names) and the LlamaIndex parser: the
     format its name's extension names, else, given its content, a guess from the first bytes
     (`sniff`); None for a name with no known extension and no content to look at."""
     if path is not None:

@@ -16,7 +16,7 @@ definition belong to it, so a doc comment travels with what it documents.
 A definition's header (its comments and attributes, modifiers, name, parameters, up to the
 opening brace, or the end of the parameter list where the language has no braces) is a
 `signature` section that the core glues to the first statement of the body (see
-`chunkwise.structure`): a header is never cut from its body nor in two, unless it alone
+`chunkwise.chunking.structure`): a header is never cut from its body nor in two, unless it alone
 exceeds the budget; then it is cut only between its parts: its attributes and decorators, and
 the parameters of a multi-line parameter list.
 
@@ -55,7 +55,7 @@ from chunkwise.model import ParsedDocument
 from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
                                           LEVEL_SIMPLE, Item, Scope, SectionBuilder,
                                           line_runs)
-from chunkwise.textio import declared_encoding, decode
+from chunkwise.text.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -134,7 +134,7 @@ class Lang:
     encoding: str = ""
     """The kind of encoding declaration the language has (`textio.declared_encoding`)."""
     views: tuple[tuple[str, str], ...] = ()
-    """The views (`chunkwise.views`) the language's chunks are embedded through."""
+    """The views (`chunkwise.chunking.views`) the language's chunks are embedded through."""
     sliced: bool = True
     """Big files may be parsed slice by slice (not PHP: code before `<?php` is text)."""
     dialect: str = ""

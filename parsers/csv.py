@@ -37,8 +37,8 @@ from typing import Iterator
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.splitting import LINES, SENTENCES, WORDS
-from chunkwise.textio import decode
+from chunkwise.text.splitting import LINES, SENTENCES, WORDS
+from chunkwise.text.textio import decode
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ class _CellBudget:
 
 @dataclass(frozen=True, slots=True)
 class _FieldCuts:
-    """A splitter (see `chunkwise.splitting`) of a row's text: after each delimiter or
+    """A splitter (see `chunkwise.text.splitting`) of a row's text: after each delimiter or
     newline that ends a field, as the csv module reads them (a delimiter or newline inside
     quotes ends nothing). The fitter asks it for the cuts of a row or header that does not
     fit, so a piece of it starts at a field; `iter` finds them as they are taken (a 20 MB

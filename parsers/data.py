@@ -33,8 +33,8 @@ from typing import Any, Iterator
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.splitting import LINES, SENTENCES, WORDS
-from chunkwise.textio import decode
+from chunkwise.text.splitting import LINES, SENTENCES, WORDS
+from chunkwise.text.textio import decode
 
 LEVEL_ROOT, LEVEL_DOCUMENT, LEVEL_TABLE, LEVEL_ENTRY = 50, 40, 30, 20
 #: entries nested deeper than this get no section (their text joins the entry above)
@@ -185,7 +185,7 @@ class Builder:
 
 @dataclass(frozen=True, slots=True)
 class MemberCuts:
-    """A splitter (see `chunkwise.splitting`): after each comma (and the whitespace after it)
+    """A splitter (see `chunkwise.text.splitting`): after each comma (and the whitespace after it)
     outside a JSON string, so that a piece of an array or object without sections of its
     own (scalar items, entries past the limits) starts at an item or member. The spans it
     is given start at a value or entry, outside any string; cuts are found as they are

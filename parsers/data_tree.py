@@ -5,7 +5,7 @@ document (a TOML file is one), a `table` per TOML `[table]` or `[[array.element]
 `entry` per key/value pair and per sequence item that is a mapping or sequence; keys
 (dotted ones split) make the section path (`servers`, `servers[2]`, `name`). The canonical
 text is the decoded file; tree-sitter's byte offsets become `str` indices through
-`chunkwise.textio.ByteOffsets`.
+`chunkwise.text.textio.ByteOffsets`.
 
 The grammars come from the `data` extra (`tree-sitter-yaml`, `tree-sitter-toml`). Without
 one, or for a file tree-sitter cannot read (a Helm chart's `{{ .Values.x }}` templates are
@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from chunkwise.model import ParsedDocument
-from chunkwise.textio import ByteOffsets, decode
+from chunkwise.text.textio import ByteOffsets, decode
 
 from .data import (LEVEL_DOCUMENT, LEVEL_ENTRY, LEVEL_TABLE, MAX_DEPTH, Builder, file_label,
                    item_label, key_label)

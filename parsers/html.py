@@ -33,7 +33,7 @@ from pathlib import PurePath
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import declared_encoding, decode
+from chunkwise.text.textio import declared_encoding, decode
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.textio import decode
+from chunkwise.text.textio import decode
 
 from .data import Builder, file_label, scan_json
 

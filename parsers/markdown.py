@@ -24,7 +24,7 @@ from typing import Callable
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import decode
+from chunkwise.text.textio import decode
 
 _FRONT_MATTER = re.compile(r"(---|\+\+\+)[ \t]*\n(.*?\n)?(---|\.\.\.|\+\+\+)[ \t]*(\n|$)", re.S)
 _FM_TITLE = re.compile(r"""^title\s*[:=]\s*["']?(.*?)["']?\s*$""", re.M)

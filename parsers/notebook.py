@@ -36,8 +36,8 @@ from typing import Any
 
 from chunkwise.errors import ChunkwiseError, ParseError
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.splitting import LINES, SENTENCES, WORDS
-from chunkwise.textio import decode
+from chunkwise.text.splitting import LINES, SENTENCES, WORDS
+from chunkwise.text.textio import decode
 
 from . import MODULES, get_parser
 

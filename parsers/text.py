@@ -17,7 +17,7 @@ import re
 from pathlib import PurePath
 
 from chunkwise.model import ParsedDocument, Section
-from chunkwise.textio import decode
+from chunkwise.text.textio import decode
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _NONSPACE = re.compile(r"\S")

@@ -3,7 +3,7 @@ sections made from byte spans, a definition's header and its parts, import runs,
 and item records of the walk, and comments grouped into runs.
 
 tree-sitter gives byte offsets into the UTF-8 source; sections index the canonical `str`.
-`SectionBuilder.add` converts once, through `chunkwise.textio.ByteOffsets`.
+`SectionBuilder.add` converts once, through `chunkwise.text.textio.ByteOffsets`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from chunkwise.model import Section
-from chunkwise.textio import ByteOffsets
+from chunkwise.text.textio import ByteOffsets
 
 if TYPE_CHECKING:
     from tree_sitter import Node

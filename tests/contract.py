@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chunkwise.api import Chunker, parse_bytes
-from chunkwise.structure import build_tree, walk
+from chunkwise.chunking.api import Chunker, parse_bytes
+from chunkwise.chunking.structure import build_tree, walk
 
 from lines import trimmed
 

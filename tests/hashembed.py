@@ -11,7 +11,7 @@ import hashlib
 
 import numpy as np
 
-from chunkwise.embeddings import Embedder
+from chunkwise.embeddings.functions import Embedder
 
 
 def hash_vectors(texts) -> np.ndarray:

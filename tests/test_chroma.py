@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.api import Chunker
-from chunkwise.chroma import (RESERVED_KEYS, StoreError, chunk_metadata, flatten_metadata,
+from chunkwise.chunking.api import Chunker
+from chunkwise.chroma.store import (RESERVED_KEYS, StoreError, chunk_metadata, flatten_metadata,
                               iter_collection, query)
-from chunkwise.discover import discover
+from chunkwise.pipeline.discover import discover
 from chunkwise.model import Chunk
-from chunkwise.pipeline import ingest, is_current, plan_file
+from chunkwise.pipeline.runner import ingest, is_current, plan_file
 
 from conftest import FIXTURES, free_port
 
@@ -384,9 +384,9 @@ def test_killed_runs_converge_to_a_clean_run(tmp_path):
 
 # -- a `chroma run` server (the `server` fixture is in conftest.py) ------------------------
 def test_server_ingest_outage_and_rerun(corpus, server, monkeypatch):
-    import chunkwise.pipeline
+    import chunkwise.pipeline.runner
 
-    monkeypatch.setattr(chunkwise.pipeline, "EMBED_WINDOW", 8)  # write in many small slices
+    monkeypatch.setattr(chunkwise.pipeline.runner, "EMBED_WINDOW", 8)  # write in many small slices
     remote = {"host": "127.0.0.1", "port": server.port}
     ingest(["docs"], db_path="reference")
     reference = snapshot("reference")

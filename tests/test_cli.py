@@ -170,7 +170,7 @@ def test_progress_bar_on_a_terminal_and_quiet():
 def test_progress_lines_when_not_a_terminal():
     import io
 
-    from chunkwise.cli_progress import Progress
+    from chunkwise.cli.progress import Progress
 
     out = io.StringIO()
     bar = Progress("ingest", total=4, stream=out, tty=False, every=0.0)
@@ -230,7 +230,7 @@ def test_ingest_counts_unsupported_files_and_quiet_prints_nothing(tmp_path):
 def test_views_option_chooses_what_table_rows_embed():
     """`--views none`: every chunk embeds context + text, as tools that recount tokens on the
     text expect; the default embeds CSV rows as `column: value` lines."""
-    from chunkwise.sizing import get_sizer
+    from chunkwise.sizing.sizers import get_sizer
 
     csv = FIXTURES / "538__trump-poll-tweets.csv"
     count = get_sizer("minilm").count

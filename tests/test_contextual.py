@@ -13,8 +13,8 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from chunkwise import ConfigError
-from chunkwise.api import Chunker
-from chunkwise.contextual import CACHE_FILE, first_sentence
+from chunkwise.chunking.api import Chunker
+from chunkwise.chunking.contextual import CACHE_FILE, first_sentence
 
 from conftest import FIXTURES
 from test_contract_properties import PARA

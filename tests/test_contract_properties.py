@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkwise.api import Chunker
+from chunkwise.chunking.api import Chunker
 
 from contract import check_contract
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.api import Chunker
-from chunkwise.chroma import iter_collection
-from chunkwise.discover import discover
-from chunkwise.pipeline import ingest
+from chunkwise.chunking.api import Chunker
+from chunkwise.chroma.store import iter_collection
+from chunkwise.pipeline.discover import discover
+from chunkwise.pipeline.runner import ingest
 
 from conftest import CORPUS
 from hashembed import HASH

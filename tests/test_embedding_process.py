@@ -1,4 +1,4 @@
-"""chunkwise.embedding_process: an embedder rebuilt in a spawned process from its spec gives
+"""chunkwise.embeddings.process: an embedder rebuilt in a spawned process from its spec gives
 what it gives here, vectors and overflow counts alike, whatever it is asked and in what order.
 The embedder is the hash one (tests/hashembed.py): what is checked is the hand-off, not the
 model."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from chunkwise.embedding_process import EmbeddingProcess
-from chunkwise.embeddings import resolve_embedder
+from chunkwise.embeddings.process import EmbeddingProcess
+from chunkwise.embeddings.functions import resolve_embedder
 
 from hashembed import WINDOW, count_long, hash_vectors
 

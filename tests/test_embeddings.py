@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from chunkwise import embeddings as E
-from chunkwise import minilm
+from chunkwise.embeddings import functions as E
+from chunkwise.embeddings import minilm
 from chunkwise.errors import ConfigError
 
 PARAPHRASES = ("The cat is sleeping on the sofa.", "A cat naps on the couch.")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.cli import main
+from chunkwise.cli.main import main
 from chunkwise.errors import ConfigError
-from chunkwise.eval import (EvalReport, QuestionsError, QuestionSet, UnitCounter, count_units,
+from chunkwise.evaluation.eval import (EvalReport, QuestionsError, QuestionSet, UnitCounter, count_units,
                             dcg, load_questions, locate_excerpt, match_sources, merge_spans, ndcg,
                             check_relevance, paired_difference, parse_ks, per_question,
                             reciprocal_rank, span_scores, summarise, _score, RetrievedChunk, Question)
@@ -403,7 +403,7 @@ def test_eval_question_source_missing_from_collection(fixture_db, tmp_path):
 def test_search_exact_agrees_with_chroma_and_is_repeatable(fixture_db):
     """Brute force over the stored vectors finds what Chroma's HNSW finds on a collection
     this small (where its search is effectively exact), with the same cosine distances."""
-    from chunkwise.chroma import query, search_exact
+    from chunkwise.chroma.store import query, search_exact
 
     questions = [json.loads(l)["question"]
                  for l in (DATA / "fixture_questions.jsonl").read_text().splitlines()][:4]
@@ -437,7 +437,7 @@ def test_eval_exact_flag(fixture_db):
 
 def test_cached_embedder_embeds_each_text_once(tmp_path):
     """The cache does not care what the vectors mean: a counting stand-in model."""
-    from chunkwise.embeddings import Embedder, cached_embedder
+    from chunkwise.embeddings.functions import Embedder, cached_embedder
     import numpy as np
 
     seen: list[str] = []

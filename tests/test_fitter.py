@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkwise.api import Chunker, parse_bytes
-from chunkwise.fitter import Fitter, Policy
-from chunkwise.sizing import Sizer, get_sizer
-from chunkwise.splitting import longest_fit
-from chunkwise.tokenindex import _tiktoken_builder
+from chunkwise.chunking.api import Chunker, parse_bytes
+from chunkwise.chunking.fitter import Fitter, Policy
+from chunkwise.sizing.sizers import Sizer, get_sizer
+from chunkwise.text.splitting import longest_fit
+from chunkwise.sizing.tokenindex import _tiktoken_builder
 
 from conftest import FIXTURES
 
@@ -63,7 +63,7 @@ def test_a_split_paragraph_is_cut_into_even_pieces_not_a_small_tail():
 def _leaf_cuts(doc, pieces):
     """(leaf, piece) for every piece that ends strictly inside a leaf section, the next piece
     starting in the same leaf (a cut the fitter chose inside a leaf's text)."""
-    from chunkwise.structure import build_tree, walk
+    from chunkwise.chunking.structure import build_tree, walk
 
     leaves = [(n, d) for n, d in walk(build_tree(doc)) if not n.children]
     out = []
@@ -79,7 +79,7 @@ def test_wrapped_prose_is_cut_at_sentence_ends_not_at_line_ends():
     Every cut inside a paragraph falls after a whole sentence; only a sentence longer than
     the budget is cut inside (a piece then lies within that one sentence, or within the
     heading glued to it and it)."""
-    from chunkwise.sentences import sentence_spans
+    from chunkwise.text.sentences import sentence_spans
 
     doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
     pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
@@ -160,7 +160,7 @@ def test_a_paragraph_too_long_for_the_character_cap_is_never_counted_whole(name,
     """A unit longer than the cap (`MAX_CHARS_PER_TOKEN` a token) cannot be a chunk whatever
     its count: it is split without counting it (to WordPiece a run without a space is one
     [UNK], so its estimate fits, and it used to be encoded whole)."""
-    import chunkwise.fitter as fitter_module
+    import chunkwise.chunking.fitter as fitter_module
 
     counted: list[int] = []
     count = fitter_module._Tree.count
@@ -219,8 +219,8 @@ def test_a_long_leaf_packed_a_window_at_a_time_gives_the_chunks_of_all_at_once(
     as the units packed all at once."""
     import random
 
-    import chunkwise.fitter as fitter
-    import chunkwise.tokenindex as tokenindex
+    import chunkwise.chunking.fitter as fitter
+    import chunkwise.sizing.tokenindex as tokenindex
 
     rng = random.Random(seed)
     doc = parse_bytes(_words(rng, rng.choice([500, 5000, 20000])).encode(), source=source)
@@ -262,7 +262,7 @@ def test_a_long_line_of_words_is_never_all_units_at_once():
 
 
 def test_iter_cuts_gives_the_cuts_of_the_splitter():
-    from chunkwise.splitting import LINED_LEVELS, iter_cuts
+    from chunkwise.text.splitting import LINED_LEVELS, iter_cuts
 
     text = "One. Two words\n\nthree  four\nfive! six\t\tseven\n \n"
     for split in LINED_LEVELS:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import chunkwise
-from chunkwise.discover import discover
-from chunkwise.textio import file_source, terminal_safe
+from chunkwise.pipeline.discover import discover
+from chunkwise.text.textio import file_source, terminal_safe
 
 from conftest import FIXTURES
 from test_ingest_trust import HASH_SPEC, cli, records

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.chroma import StoreError, iter_collection
-from chunkwise.discover import discover
+from chunkwise.chroma.store import StoreError, iter_collection
+from chunkwise.pipeline.discover import discover
 from chunkwise.errors import ConfigError
-from chunkwise.locking import LockedError, WriteLock
-from chunkwise.pipeline import IngestOptions, ingest
+from chunkwise.chroma.locking import LockedError, WriteLock
+from chunkwise.pipeline.runner import IngestOptions, ingest
 
 from conftest import FIXTURES, ChromaServer, free_port
 from hashembed import HASH
@@ -105,7 +105,7 @@ def test_another_root_and_an_old_collection_are_refused(docs, tmp_path):
         ingest([docs / "sub"], db_path=db, embedder=HASH, root=docs / "sub")
     ingest([other], db_path=db, embedder=HASH, collection="other")  # its own collection
     # a collection written before roots were recorded: refused, then rebuilt on request
-    from chunkwise.chroma import connect
+    from chunkwise.chroma.store import connect
 
     col = connect(db_path=db).get_collection("chunkwise")
     meta = {k: v for k, v in col.metadata.items() if k != "chunkwise_root"}
@@ -159,8 +159,8 @@ def _concurrent_trial(docs: Path, db: Path, cwd: Path, delay: float) -> None:
 
 
 def _healthy_and_equal(db: Path, want: dict) -> None:
-    from chunkwise.chroma import Store, connect
-    from chunkwise.health import check
+    from chunkwise.chroma.store import Store, connect
+    from chunkwise.chroma.health import check
 
     assert records(db) == want
     health = check(Store(connect(db_path=db), "chunkwise", HASH, create=False))

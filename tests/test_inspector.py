@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkwise.api import Chunker
-from chunkwise.collection_map import CollectionMap, pca_2d, read_collection, render_map
-from chunkwise.inspector import Inspector, json_script, render, terminal_view
+from chunkwise.chunking.api import Chunker
+from chunkwise.pages.map import CollectionMap, pca_2d, read_collection, render_map
+from chunkwise.pages.inspector import Inspector, json_script, render, terminal_view
 
 from conftest import CHUNKWISE_CLI, FIXTURES
 
@@ -386,8 +386,8 @@ def hash_vectors(texts) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def fixture_db(tmp_path_factory) -> Path:
-    from chunkwise.embeddings import Embedder
-    from chunkwise.pipeline import ingest
+    from chunkwise.embeddings.functions import Embedder
+    from chunkwise.pipeline.runner import ingest
 
     db = tmp_path_factory.mktemp("map") / "db"
     report = ingest([str(FIXTURES)], db_path=db,
@@ -410,7 +410,7 @@ def test_pca_projects_onto_the_leading_axes():
 
 
 def test_map_of_a_real_collection(browser, tmp_path, fixture_db):
-    from chunkwise.chroma import iter_collection
+    from chunkwise.chroma.store import iter_collection
 
     stored = {i: m for i, _, m in iter_collection(db_path=fixture_db)}
     cmap = read_collection(db_path=fixture_db)
@@ -503,7 +503,7 @@ def test_cli_chunk_color_and_inspect(tmp_path):
     head, _, body = forced.stdout.partition("\n")
     chunks = Chunker().chunk_file(md, source=md.name)
     assert head == f"=== {md.name}: {len(chunks)} chunks"
-    from chunkwise.api import parse_file
+    from chunkwise.chunking.api import parse_file
 
     assert ANSI.sub("", body) == parse_file(md).text + "\n"
     assert body.count("\x1b[0m") >= len(chunks)

@@ -14,7 +14,7 @@ from langchain_text_splitters import TextSplitter  # noqa: E402
 import chunkwise  # noqa: E402
 from chunkwise.langchain import (ChunkwiseLoader, ChunkwiseTextSplitter,  # noqa: E402
                                  embed_text)
-from chunkwise.sizing import get_sizer  # noqa: E402
+from chunkwise.sizing.sizers import get_sizer  # noqa: E402
 
 from conftest import FIXTURES  # noqa: E402
 

@@ -28,10 +28,10 @@ from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from llama_index.vector_stores.chroma import ChromaVectorStore
 from pydantic import ValidationError
 
-from chunkwise.api import Chunker, parse_file
+from chunkwise.chunking.api import Chunker, parse_file
 from chunkwise.errors import ConfigError, ParseError
 from chunkwise.llama_index import VIEW_KEY, ChunkwiseEmbedding, ChunkwiseNodeParser, ChunkwiseReader
-from chunkwise.sizing import get_sizer, minilm_tokenizer_path
+from chunkwise.sizing.sizers import get_sizer, minilm_tokenizer_path
 
 from conftest import CORPUS, FIXTURES, corpus_files
 
@@ -147,7 +147,7 @@ def reader_nodes(reader_docs):
 
 # -- configuration --------------------------------------------------------------------------
 def test_import_chunkwise_does_not_import_llama_index():
-    code = ("import sys, chunkwise, chunkwise.api, chunkwise.parsers; "
+    code = ("import sys, chunkwise, chunkwise.chunking.api, chunkwise.parsers; "
             "print(sorted(m for m in sys.modules if m.startswith('llama_index')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -497,7 +497,7 @@ def test_end_to_end_with_the_real_model_and_chroma(tmp_path):
         [FIXTURES / name for name in SMALL])) == []
     assert collection.count() == len(nodes)
     # what is stored is the model's vector of the embed text, context included
-    from chunkwise.embeddings import shared_embedder
+    from chunkwise.embeddings.functions import shared_embedder
 
     sample = [n for n in nodes if n.metadata.get("context")][:3]
     got = collection.get(ids=[n.node_id for n in sample], include=["embeddings"])
@@ -517,7 +517,7 @@ def test_end_to_end_with_the_real_model_and_chroma(tmp_path):
 
 
 def test_embedding_wrapper_matches_the_embedder():
-    from chunkwise.embeddings import MiniLMEmbedder
+    from chunkwise.embeddings.functions import MiniLMEmbedder
 
     model = ChunkwiseEmbedding(embed_batch_size=2)
     texts = ["The cat sleeps on the sofa.", "A cat naps on the couch.", "Revenue grew."]

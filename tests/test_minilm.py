@@ -13,8 +13,8 @@ import types
 import numpy as np
 import pytest
 
-from chunkwise import embeddings as E
-from chunkwise import minilm
+from chunkwise.embeddings import functions as E
+from chunkwise.embeddings import minilm
 from chunkwise.errors import ConfigError, MissingDependencyError
 
 TEXTS = ["The cat is sleeping on the sofa.", "word " * 300, "short"]
@@ -71,7 +71,7 @@ def test_bad_device_and_backend_are_refused_when_built():
 
 def test_auto_without_a_gpu_is_the_cpu_and_imports_no_torch():
     code = ("import sys, json\n"
-            "from chunkwise.minilm import MiniLMEmbedder\n"
+            "from chunkwise.embeddings.minilm import MiniLMEmbedder\n"
             "e = MiniLMEmbedder()\n"
             "v = e.embed(['hello'])\n"
             "print(json.dumps({**e.info(), 'torch': 'torch' in sys.modules,"
@@ -170,7 +170,7 @@ def test_resolve_embedder_passes_the_device_to_minilm_only():
 _ARENA_SCRIPT = r"""
 import json, sys
 from pathlib import Path
-from chunkwise.minilm import MiniLMEmbedder
+from chunkwise.embeddings.minilm import MiniLMEmbedder
 
 def rss_mb():
     for line in open("/proc/self/status"):

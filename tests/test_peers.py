@@ -1,4 +1,4 @@
-"""Peers in `eval --compare` (chunkwise.peers): each runs on every fixture format, its chunks
+"""Peers in `eval --compare` (chunkwise.evaluation.peers): each runs on every fixture format, its chunks
 are located in chunkwise's canonical text, and the spans hold what the peer's chunk holds."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from chunkwise.api import parse_file
+from chunkwise.chunking.api import parse_file
 from chunkwise.errors import ConfigError
-from chunkwise.eval import count_units
+from chunkwise.evaluation.eval import count_units
 from chunkwise.parsers import detect_format
-from chunkwise.peers import PEERS, Locator, check_peer, corpus_files, is_peer, run_peer
+from chunkwise.evaluation.peers import PEERS, Locator, check_peer, corpus_files, is_peer, run_peer
 
 from conftest import FIXTURES
 
@@ -74,7 +74,7 @@ def test_peer_chunks_every_fixture_and_locates_them(name):
 @pytest.mark.skipif("langchain:recursive" not in AVAILABLE, reason="langchain not installed")
 def test_eval_compare_with_a_peer(tmp_path, capsys):
     """End to end with the real model: a peer and chunkwise on one fixture, both scored."""
-    from chunkwise.cli import main
+    from chunkwise.cli.main import main
 
     src = FIXTURES / "fastapi__features.md"
     corpus = tmp_path / "corpus"

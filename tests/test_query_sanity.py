@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.chroma import query
-from chunkwise.pipeline import ingest
+from chunkwise.chroma.store import query
+from chunkwise.pipeline.runner import ingest
 
 from conftest import CORPUS
 

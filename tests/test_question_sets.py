@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.eval import load_questions
+from chunkwise.evaluation.eval import load_questions
 
 from conftest import CORPUS
 

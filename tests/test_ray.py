@@ -24,16 +24,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkwise.chroma import iter_collection
+from chunkwise.chroma.store import iter_collection
 from chunkwise.errors import ConfigError
-from chunkwise.pipeline import ingest
+from chunkwise.pipeline.runner import ingest
 
 from conftest import CORPUS, FIXTURES, ChromaServer, free_port
 from test_chroma import corpus, make_bulk, write_topic  # noqa: F401 - a fixture
 from hashembed import HASH, hash_vectors
 
 ray = pytest.importorskip("ray")
-from chunkwise.ray import ingest as ray_ingest  # noqa: E402
+from chunkwise.pipeline.ray import ingest as ray_ingest  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -83,7 +83,7 @@ def store(request, tmp_path) -> dict:
 
 def records(**where) -> dict[str, tuple[str, dict, np.ndarray]]:
     """id -> (document, metadata, vector) of a whole collection."""
-    from chunkwise.chroma import connect
+    from chunkwise.chroma.store import connect
 
     collection = where.pop("collection", "chunkwise")
     got = connect(**where).get_collection(collection).get(include=["documents", "metadatas", "embeddings"])
@@ -206,7 +206,7 @@ def test_shared_corpus_folders(tmp_path, local_ray):
 
 def test_a_dataset_with_bytes(corpus, local_ray):
     """Rows that carry their bytes (as `read_binary_files` gives them) and a source each."""
-    from chunkwise.discover import discover
+    from chunkwise.pipeline.discover import discover
 
     files = discover(["docs"]).files
     rows = [{"source": f.source, "bytes": Path(f.path).read_bytes()} for f in files]
@@ -291,7 +291,7 @@ def test_cli_ray_killed_runs_converge(tmp_path, chroma):
 
 
 def stored_count(srv: ChromaServer, collection: str) -> int:
-    from chunkwise.chroma import connect
+    from chunkwise.chroma.store import connect
 
     try:
         return connect(host="127.0.0.1", port=srv.port).get_collection(collection).count()

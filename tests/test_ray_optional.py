@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import chunkwise.ray
-from chunkwise.cli import main
+import chunkwise.pipeline.ray as ray_runner
+from chunkwise.cli.main import main
 from chunkwise.errors import MissingDependencyError
 
 
@@ -21,7 +22,7 @@ def test_importing_chunkwise_does_not_import_ray():
 
 
 def test_without_ray_the_cli_says_what_to_install(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(chunkwise.ray, "available", lambda: False)
+    monkeypatch.setattr(ray_runner, "available", lambda: False)
     (tmp_path / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     for flags in (["--ray"], ["--ray-address", "auto"]):

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from chunkwise import ConfigError
-from chunkwise.sizing import get_sizer, minilm_tokenizer_path
+from chunkwise.sizing.sizers import get_sizer, minilm_tokenizer_path
 
 SAMPLE = "Structure-aware chunking — naïve café, 日本語のテキスト, <|endoftext|> and code: x = f(1)."
 
@@ -51,7 +51,7 @@ def test_tiktoken_loads_offline_without_importing_llama_index(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys; from chunkwise.sizing import get_sizer; "
+    code = ("import sys; from chunkwise.sizing.sizers import get_sizer; "
             "assert get_sizer('cl100k_base').count('hello world') == 2; "
             "assert 'llama_index.core' not in sys.modules")
     # no cache of the user's, an empty one, and one without the file: the shipped files

@@ -21,13 +21,13 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from chunkwise import ConfigError
-from chunkwise.api import CHUNKER_VERSION, Chunker, parse_bytes
-from chunkwise.boundaries import token_starts
-from chunkwise.sentences import sentence_spans
-from chunkwise.sizing import MAX_CHARS_PER_TOKEN
-from chunkwise.strategies import SemanticOptions
-from chunkwise.strategies import semantic as semantic_module
-from chunkwise.strategies.llm import parse_answer
+from chunkwise.chunking.api import CHUNKER_VERSION, Chunker, parse_bytes
+from chunkwise.sizing.boundaries import token_starts
+from chunkwise.text.sentences import sentence_spans
+from chunkwise.sizing.sizers import MAX_CHARS_PER_TOKEN
+from chunkwise.chunking.strategies import SemanticOptions
+from chunkwise.chunking.strategies import semantic as semantic_module
+from chunkwise.chunking.strategies.llm import parse_answer
 
 from conftest import FIXTURES
 from contract import check_contract
@@ -189,7 +189,7 @@ def test_chunker_pickles_with_its_strategy_and_options():
     same strategy, options and fingerprint, so the same chunks."""
     import pickle
 
-    from chunkwise.strategies import StrategySpec
+    from chunkwise.chunking.strategies import StrategySpec
 
     data = (FIXTURES / "fastapi__features.md").read_bytes()
     for chunker in [Chunker(max_tokens=128, tokenizer="cl100k_base", overlap=16),
@@ -590,7 +590,7 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
     `[.!?…]+[closers]*(?=\\s)|[。！？]+[CJK closers]*` finds."""
     import re
 
-    from chunkwise import sentences
+    from chunkwise.text import sentences
 
     plain = re.compile(r"(?:[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+[」』”’)\]]*)")
     assert ([m.span() for m in sentences._END.finditer(text)]
@@ -603,7 +603,7 @@ def test_sentence_terminator_pattern_matches_the_plain_one(text):
 def test_sentence_cuts_shortcut_changes_nothing(text, data):
     """`sentence_cuts` answers at once for a span with no newline and no terminator; on
     any range of any text that answer is the full computation's."""
-    from chunkwise import sentences
+    from chunkwise.text import sentences
 
     start = data.draw(st.integers(0, len(text)))
     end = data.draw(st.integers(start, len(text)))
@@ -617,7 +617,7 @@ def test_hard_breaks_match_the_plain_pattern(text, data):
     the match ends of the single plain pattern."""
     import re
 
-    from chunkwise import sentences
+    from chunkwise.text import sentences
 
     plain_hard = re.compile(
         r"\n[ \t]*\n"  # blank line
@@ -641,7 +641,7 @@ def test_baselines_pack_a_long_span_a_window_at_a_time_as_all_at_once(seed, name
     the same chunks as its units packed all at once."""
     import random
 
-    import chunkwise.fitter as fitter
+    import chunkwise.chunking.fitter as fitter
 
     rng = random.Random(seed)
     text = _words(rng, rng.choice([500, 5000, 20000]))
@@ -660,9 +660,9 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
     is counted a window at a time (a 50 MB line took some 14 GB counted in one batch)."""
     import random
 
-    from chunkwise.fitter import Budget
-    from chunkwise.sizing import Sizer, get_sizer
-    from chunkwise.strategies import NoOptions, Setup, simple
+    from chunkwise.chunking.fitter import Budget
+    from chunkwise.sizing.sizers import Sizer, get_sizer
+    from chunkwise.chunking.strategies import NoOptions, Setup, simple
 
     rng = random.Random(5)
     vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]

@@ -3,8 +3,8 @@ neighbour."""
 
 from __future__ import annotations
 
-from chunkwise.api import Chunker, parse_bytes, parse_file
-from chunkwise.structure import build_tree, walk
+from chunkwise.chunking.api import Chunker, parse_bytes, parse_file
+from chunkwise.chunking.structure import build_tree, walk
 
 from conftest import FIXTURES, corpus_files
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from chunkwise.errors import ParseError
 from chunkwise.parsers import html
-from chunkwise.textio import LineCounter, declared_encoding, decode, looks_binary, source_name
+from chunkwise.text.textio import LineCounter, declared_encoding, decode, looks_binary, source_name
 from lines import LineIndex
 
 

@@ -1,6 +1,6 @@
 """The span counter: counts from one document pass equal direct counts, always.
 
-The anchor rules in `chunkwise.tokenindex` are a proof about the tokenizers' pre-token
+The anchor rules in `chunkwise.sizing.tokenindex` are a proof about the tokenizers' pre-token
 regexes; these tests check the claim against the real tokenizers on real documents and on
 strings built from the characters where the rules are delicate (newlines before `/`,
 punctuation before newlines, Unicode spaces, special-token text, CJK, emoji).
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkwise.sizing import Sizer, get_sizer, minilm_tokenizer_path
-from chunkwise.tokenindex import SpanCounter, span_counter
+from chunkwise.sizing.sizers import Sizer, get_sizer, minilm_tokenizer_path
+from chunkwise.sizing.tokenindex import SpanCounter, span_counter
 
 from conftest import FIXTURES
 
@@ -117,7 +117,7 @@ def test_wordpiece_index_in_blocks_is_one_pass(name, block):
     the token ends are those of one encode of the whole text."""
     from tokenizers import Tokenizer
 
-    from chunkwise.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.tokenindex import _wordpiece_builder
 
     text = (FIXTURES / name).read_bytes().decode("utf-8", "replace")
     tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
@@ -148,7 +148,7 @@ def hf_encoded(monkeypatch):
     the test are asked to encode."""
     import tokenizers
 
-    from chunkwise.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.tokenindex import _wordpiece_builder
 
     lengths: list[int] = []
     real = tokenizers.Tokenizer
@@ -197,7 +197,7 @@ def test_wordpiece_index_cut_inside_words_is_one_pass(block):
     """Without ASCII whitespace, blocks are cut after punctuation, or inside a run of letters
     and digits too long to be anything but one [UNK]: the token ends are still those of one
     encode of the whole text."""
-    from chunkwise.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.tokenindex import _wordpiece_builder
 
     rng = random.Random(block)
     build = _wordpiece_builder(str(minilm_tokenizer_path()))
@@ -219,7 +219,7 @@ def test_wordpiece_index_cut_inside_words_is_one_pass(block):
 def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text, hf_encoded):
     """A long text without ASCII whitespace is encoded in blocks of about the size asked
     for (at most 1.5 times it), not in one call: memory stays bounded."""
-    from chunkwise.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.tokenindex import _wordpiece_builder
 
     ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
     assert max(hf_encoded) <= 1500
@@ -232,7 +232,7 @@ def test_wordpiece_cuts_keep_only_the_rules_the_tokenizer_keeps():
     one, and the index is still one pass."""
     from tokenizers import Tokenizer, normalizers
 
-    from chunkwise.tokenindex import _ASCII_PUNCT, _PUNCT_OR_CJK, _WordCuts
+    from chunkwise.sizing.tokenindex import _ASCII_PUNCT, _PUNCT_OR_CJK, _WordCuts
 
     tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
     cuts = _WordCuts([], 100, True, False, cjk=True)
@@ -253,7 +253,7 @@ def test_tiktoken_index_with_gaps_counts_exactly(name, monkeypatch):
     """Stretches without anchors are left out of the tiktoken index (here from 16
     characters on): counts stay exact, and each estimate is the one of a full index or a
     lower bound of it over `enough`."""
-    import chunkwise.tokenindex as ti
+    import chunkwise.sizing.tokenindex as ti
 
     rng = random.Random(name)
     sizer = get_sizer(name)
@@ -281,9 +281,9 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
     """A run of letters is one tiktoken piece, merged with work arrays of some 45 bytes a
     byte: the index leaves it out, the fitter splits it at characters counting only its
     pieces, and the chunks are those of a full index."""
-    import chunkwise.tokenindex as ti
-    from chunkwise.api import parse_bytes
-    from chunkwise.fitter import Fitter
+    import chunkwise.sizing.tokenindex as ti
+    from chunkwise.chunking.api import parse_bytes
+    from chunkwise.chunking.fitter import Fitter
 
     doc = parse_bytes(b"Some words first.\n\n" + b"x" * 100_000 + b"\n\nAnd after.", source="r.txt")
     monkeypatch.setattr(ti, "_GAP", 4096)
@@ -300,8 +300,8 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
 def test_token_starts_in_blocks_are_those_of_one_pass(name, monkeypatch):
     """`token_starts` (the `fixed` strategy's cut points) encodes a long text in blocks cut
     at anchors, here of 16 characters: the starts are those of one encode of the whole."""
-    import chunkwise.boundaries as boundaries
-    from chunkwise.sizing import tiktoken_encoding
+    import chunkwise.sizing.boundaries as boundaries
+    from chunkwise.sizing.sizers import tiktoken_encoding
 
     one_pass = boundaries._hf_starts(minilm_tokenizer_path()) if name == "minilm" \
         else boundaries._tiktoken_starts(tiktoken_encoding(name))
@@ -315,7 +315,7 @@ def test_token_starts_in_blocks_are_those_of_one_pass(name, monkeypatch):
 
 def test_token_starts_of_a_long_text_encode_bounded_blocks(hf_encoded):
     """A 2 MB text is not given to the tokenizer at once (it took 1.6 GB for 9 MB)."""
-    from chunkwise.boundaries import _STARTS_BLOCK, token_starts
+    from chunkwise.sizing.boundaries import _STARTS_BLOCK, token_starts
 
     text = "Some words, then more words.\n" * 70_000
     token_starts.cache_clear()  # a tokenizer loaded while `hf_encoded` records

@@ -11,8 +11,8 @@ pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 from chunkwise import Chunker  # noqa: E402
-from chunkwise.minilm import MAX_TOKENS, MiniLMEmbedder, default_model_path, pad_batch  # noqa: E402
-from chunkwise.torch_bert import TorchBert, read_onnx_weights  # noqa: E402
+from chunkwise.embeddings.minilm import MAX_TOKENS, MiniLMEmbedder, default_model_path, pad_batch  # noqa: E402
+from chunkwise.embeddings.torch_bert import TorchBert, read_onnx_weights  # noqa: E402
 
 from conftest import FIXTURES  # noqa: E402
 

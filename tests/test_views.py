@@ -1,4 +1,4 @@
-"""Views (chunkwise.views) and parent sections: what the embedder sees of code and table
+"""Views (chunkwise.chunking.views) and parent sections: what the embedder sees of code and table
 chunks, on the real fixtures, with the chunk contract holding on the viewed embed text."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from chunkwise.api import Chunker, parse_file
+from chunkwise.chunking.api import Chunker, parse_file
 from chunkwise.errors import ConfigError
-from chunkwise.views import split_identifiers, view_of_rows
+from chunkwise.chunking.views import split_identifiers, view_of_rows
 
 from conftest import FIXTURES
 from contract import check_contract
@@ -109,7 +109,7 @@ def test_every_chunk_records_its_parent_section():
 
 
 def test_expand_rule_and_parent_sections():
-    from chunkwise.expand import Member, expand, parent_sections
+    from chunkwise.chroma.expand import Member, expand, parent_sections
 
     members = [Member(0, 10, 50, "a"), Member(11, 20, 60, "b"), Member(21, 30, 70, "c"),
                Member(31, 40, 80, "d")]
@@ -128,8 +128,8 @@ def test_query_expand_section_returns_the_section_around_the_hit(tmp_path):
     """Real Chroma; the embedder does not matter to expansion (a mock one)."""
     from llama_index.core.embeddings import MockEmbedding
 
-    from chunkwise.chroma import expand_hits, iter_collection, query
-    from chunkwise.pipeline import ingest
+    from chunkwise.chroma.store import expand_hits, iter_collection, query
+    from chunkwise.pipeline.runner import ingest
 
     src = tmp_path / "docs"
     src.mkdir()

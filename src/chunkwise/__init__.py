@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .api import Chunker, chunk_file, chunk_text, parse_file
+    from .chunking.api import Chunker, chunk_file, chunk_text, parse_file
 
 
 def _register_with_chroma() -> None:
@@ -61,7 +61,7 @@ def _register_with_chroma() -> None:
 
 def _load_embeddings() -> None:
     try:
-        from . import embeddings  # noqa: F401  (registers the function)
+        from .embeddings import functions  # noqa: F401  (registers the function)
     except ImportError:  # a chromadb too old or broken: chunkwise's own commands say so
         pass
 
@@ -71,7 +71,7 @@ _register_with_chroma()
 
 def __getattr__(name: str) -> Any:
     if name in ("Chunker", "chunk_file", "chunk_text", "parse_file"):
-        from . import api
+        from .chunking import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'chunkwise' has no attribute {name!r}")

@@ -29,7 +29,7 @@ except ImportError as e:  # an optional extra
     raise MissingDependencyError("langchain-core and langchain-text-splitters",
                                  extra="langchain") from e
 
-from .api import Chunker
+from .chunking.api import Chunker
 from .errors import ChunkwiseError
 from .metadata import flatten_metadata
 from .model import Chunk
@@ -133,7 +133,7 @@ class ChunkwiseLoader(BaseLoader):
         self.failures: list[tuple[str, str]] = []
 
     def lazy_load(self) -> Iterator[Document]:
-        from .discover import ReadError, discover, read_bounded, resolve_root
+        from .pipeline.discover import ReadError, discover, read_bounded, resolve_root
 
         self.failures = []
         found = discover(self.paths, root=resolve_root(self.root) if self.root else None)

@@ -74,13 +74,13 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from chunkwise.parsers import MODULES, detect_format
 
-from .api import Chunker, parse_bytes, parse_file
-from .discover import discover, relative_source, resolve_root
+from .chunking.api import Chunker, parse_bytes, parse_file
+from .pipeline.discover import discover, relative_source, resolve_root
 from .metadata import flatten_metadata
-from .textio import file_source
+from .text.textio import file_source
 from .errors import ConfigError, MissingDependencyError, ParseError
 from .model import Chunk, ParsedDocument
-from .sizing import Sizer, get_sizer
+from .sizing.sizers import Sizer, get_sizer
 
 log = logging.getLogger(__name__)
 
@@ -509,7 +509,7 @@ class ChunkwiseReader(BasePydanticReader):
     becomes its visible main content, PDF its pages joined by blank lines. Each Document has
     `id_` = its path relative to the root (`root`, default the folder given), the name
     `chunkwise ingest` gives it: stable across runs and working directories, so a docstore
-    recognises it. Only regular files are read (see `chunkwise.discover`). Metadata:
+    recognises it. Only regular files are read (see `chunkwise.pipeline.discover`). Metadata:
     `source`, `file_path` (absolute), `file_name`, `format`, and `title` / `page_count` where
     known; all of it is excluded from the embed text (the title is in every chunk's context)
     and all but `file_name` and `title` from the LLM text. `ChunkwiseNodeParser` re-parses the
@@ -636,8 +636,8 @@ def vector_store(path_or_client: str | os.PathLike | Any = "chunkwise-db",
     except ImportError as e:
         raise MissingDependencyError("llama-index-vector-stores-chroma",
                                      extra="llama-index") from e
-    from .chroma import Store, connect
-    from .embeddings import resolve_embedder
+    from .chroma.store import Store, connect
+    from .embeddings.functions import resolve_embedder
 
     if isinstance(path_or_client, (str, os.PathLike)):
         client = connect(db_path=path_or_client)
@@ -684,7 +684,7 @@ class ChunkwiseEmbedding(BaseEmbedding):
 
     def _embedder(self) -> Any:
         if self._model is None:
-            from .embeddings import shared_embedder  # chromadb and onnxruntime: load on use
+            from .embeddings.functions import shared_embedder  # chromadb and onnxruntime: load on use
 
             self._model = shared_embedder(self.model_dir)
         return self._model
@@ -705,7 +705,7 @@ class ChunkwiseEmbedding(BaseEmbedding):
         if not self._warned:  # once per model object: a pipeline embeds in many batches
             over = self._embedder().overflowing(texts)
             if over:
-                from .embeddings import MAX_TOKENS
+                from .embeddings.functions import MAX_TOKENS
 
                 self._warned = True
                 log.warning("%d of %d texts are longer than the model's %d-token window: only "

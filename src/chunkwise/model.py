@@ -84,11 +84,11 @@ class ParsedDocument:
     """Document-level metadata as (key, scalar) pairs, copied into every chunk's metadata."""
     leaf_splitters: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     """(kind, splitters): the cut levels, coarsest first, of the text of a section of that
-    kind that has no child sections, in place of the format's own (`chunkwise.splitting`'s
+    kind that has no child sections, in place of the format's own (`chunkwise.text.splitting`'s
     `LINED_LEVELS` or `PROSE_LEVELS`, as many of them). A CSV row is cut between its fields
     before inside one, without a section per field."""
     prose: bool = False
-    """Whether the text outside non-prose sections (code, tables, …: `chunkwise.splitting`'s
+    """Whether the text outside non-prose sections (code, tables, …: `chunkwise.text.splitting`'s
     `NON_PROSE` kinds) is prose: cut at sentences before lines, marks and lead-ins kept with
     their neighbours. Parsers of prose formats (Markdown, HTML, PDF, plain text) set it;
     code and tables leave it False."""
@@ -97,7 +97,7 @@ class ParsedDocument:
     `line_start`/`line_end`. Parsers that extract text (HTML, PDF) set it False."""
     views: tuple[tuple[str, str], ...] = ()
     """(section kind, view name): what the embedder sees of chunks holding sections of that
-    kind (`chunkwise.views`: `code`, `table`); `"*"` for every kind. Empty: the text as is."""
+    kind (`chunkwise.chunking.views`: `code`, `table`); `"*"` for every kind. Empty: the text as is."""
 
     def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
         """1-based first and last page of the span [start, end), or (None, None)."""
@@ -140,7 +140,7 @@ class Chunk:
     """Format metadata (symbol, line_start, row_start, …): flat scalars only."""
     view: str = ""
     """What is embedded in place of `text` when the parser declares a view for the chunk's
-    kind (`chunkwise.views`), else "" (the text itself is embedded)."""
+    kind (`chunkwise.chunking.views`), else "" (the text itself is embedded)."""
     parent: tuple[str, int, int, tuple[str, ...]] | None = None
     """The section enclosing the chunk: (id, start, end, heading path); id is the hash of
     (source, start, end), the same for every chunk of that section (small-to-big retrieval)."""

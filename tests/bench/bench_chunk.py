@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from chunkwise import Chunker
-from chunkwise.sizing import tiktoken_encoding
+from chunkwise.sizing.sizers import tiktoken_encoding
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -180,7 +180,7 @@ def main() -> None:
     args = ap.parse_args()
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer)
     if args.tokenizer in ("cl100k_base", "o200k_base"):
-        from chunkwise.sizing import tiktoken_encoding
+        from chunkwise.sizing.sizers import tiktoken_encoding
 
         tokenize = tiktoken_encoding(args.tokenizer).encode_ordinary
     else:  # CodeSplitter only takes len() of what the tokenizer returns

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from chunkwise import Chunker
-from chunkwise.api import iter_files
-from chunkwise.embeddings import MiniLMEmbedder, default_model_path, default_tokenizer_path
+from chunkwise.chunking.api import iter_files
+from chunkwise.embeddings.functions import MiniLMEmbedder, default_model_path, default_tokenizer_path
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,7 +87,7 @@ def bench_embedding(texts: list[str], runs: int) -> None:
 
 
 def bench_ingest(paths: list[Path]) -> None:
-    from chunkwise.pipeline import ingest
+    from chunkwise.pipeline.runner import ingest
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()

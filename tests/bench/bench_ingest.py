@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = r'''
 import json, os, resource, sys, threading, time
 from pathlib import Path
-from chunkwise.pipeline import ingest
+from chunkwise.pipeline.runner import ingest
 args = json.loads(sys.argv[1])
 PAGE = os.sysconf("SC_PAGE_SIZE")
 tree_peak = [0]
@@ -66,7 +66,7 @@ if Path("/proc/self/task").is_dir():
     threading.Thread(target=sample, daemon=True).start()
 t0 = time.perf_counter()
 if args.pop("ray", False):
-    from chunkwise.ray import ingest as ray_ingest
+    from chunkwise.pipeline.ray import ingest as ray_ingest
     report = ray_ingest(args.pop("paths"), **args)
 else:
     report = ingest(**args)

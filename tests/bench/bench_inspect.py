@@ -10,8 +10,8 @@ the browser needs just to show that much text).
 
 - `inspect`: a document of `--mb` MB (`--file`, default the fixture alice-in-wonderland.txt,
   repeated; its extension gives the format), chunked with the default options and rendered by
-  `chunkwise.inspector.render` (acceptance: < 2 s);
-- `map`: `--points` points with chunk-like text, by `chunkwise.collection_map.render_map`
+  `chunkwise.pages.inspector.render` (acceptance: < 2 s);
+- `map`: `--points` points with chunk-like text, by `chunkwise.pages.map.render_map`
   (acceptance: < 5 s);
 - `reference`: `<pre>` of the same 1 MB text.
 
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from chunkwise.collection_map import CollectionMap, pca_2d, render_map
-    from chunkwise.inspector import Inspector, render
+    from chunkwise.pages.map import CollectionMap, pca_2d, render_map
+    from chunkwise.pages.inspector import Inspector, render
 
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:

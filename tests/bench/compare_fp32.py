@@ -86,7 +86,7 @@ def embed_fp32(weights: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
 
 
 def main(argv: list[str]) -> None:
-    from chunkwise.minilm import MiniLMEmbedder
+    from chunkwise.embeddings.minilm import MiniLMEmbedder
 
     every = 1
     if "--every" in argv:

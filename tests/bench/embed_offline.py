@@ -37,10 +37,10 @@ PART_ROWS = 20_000
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from chunkwise.api import Chunker, parse_file
-    from chunkwise.embeddings import resolve_embedder
-    from chunkwise.eval import split_names, strategy_variant
-    from chunkwise.peers import corpus_files, is_peer, run_peer
+    from chunkwise.chunking.api import Chunker, parse_file
+    from chunkwise.embeddings.functions import resolve_embedder
+    from chunkwise.evaluation.eval import split_names, strategy_variant
+    from chunkwise.evaluation.peers import corpus_files, is_peer, run_peer
 
     files = corpus_files(args.corpus)
     texts: dict[str, None] = {}
@@ -106,7 +106,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     import chunkwise
 
     chunkwise.__path__.append(str(root))  # chunkwise.parsers -> parsers/, as pyproject maps it
-    from chunkwise.minilm import MiniLMEmbedder
+    from chunkwise.embeddings.minilm import MiniLMEmbedder
 
     texts = read_texts(args.texts)
     out = Path(args.out)
@@ -123,7 +123,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def cmd_load(args: argparse.Namespace) -> int:
-    from chunkwise.embeddings import resolve_embedder
+    from chunkwise.embeddings.functions import resolve_embedder
 
     texts = read_texts(args.texts)
     parts = sorted(Path(args.vectors).glob("vectors_*.npy"))

@@ -7,7 +7,7 @@ For every subset (all questions, then each value of each `--by` key the question
 as `kind` = code / csv / table / markdown …, `split` = tune / heldout) and every pipeline:
 hit@1, hit@5, MRR@10, mean tokens of the top 5 chunks (the context it spends), then the
 reference minus each other pipeline on MRR and hit@5, paired over the subset's questions,
-with 95% bootstrap intervals (`chunkwise.eval.paired_difference`). `--markdown` prints the
+with 95% bootstrap intervals (`chunkwise.evaluation.eval.paired_difference`). `--markdown` prints the
 tables as Markdown.
 """
 
@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from chunkwise.eval import paired_difference
+from chunkwise.evaluation.eval import paired_difference
 
 
 def per_question(strategy: dict) -> dict[int, dict]:

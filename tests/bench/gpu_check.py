@@ -83,7 +83,7 @@ def versions() -> dict[str, Any]:
     import onnxruntime
     import tokenizers
 
-    from chunkwise.minilm import cuda_visible
+    from chunkwise.embeddings.minilm import cuda_visible
 
     out: dict[str, Any] = {
         "python": platform.python_version(), "numpy": numpy.__version__,
@@ -109,7 +109,7 @@ def versions() -> dict[str, Any]:
 
 def model_dir(model: Path, tmp: Path) -> Path:
     """A folder laid out as `MiniLMEmbedder(model_dir)` wants: the model and the shipped tokenizer."""
-    from chunkwise.minilm import INT8_MODEL_SHA256, default_tokenizer_path, verify_sha256
+    from chunkwise.embeddings.minilm import INT8_MODEL_SHA256, default_tokenizer_path, verify_sha256
 
     verify_sha256(model, INT8_MODEL_SHA256)
     (tmp / "model.onnx").symlink_to(model.resolve())
@@ -182,7 +182,7 @@ def main() -> None:
 
 
 def check(args: argparse.Namespace, report: Report) -> None:
-    from chunkwise.minilm import MiniLMEmbedder
+    from chunkwise.embeddings.minilm import MiniLMEmbedder
 
     report.add("versions", versions())
     texts, source = chunk_texts(args.n)
@@ -233,7 +233,7 @@ def check_precisions(dev: Any, folder: Path, sample: list[str], reference: np.nd
     """The torch backend's other dtypes on the sample (the runner is swapped in place)."""
     if dev.info()["backend"] != "torch":
         return
-    from chunkwise.torch_bert import DTYPES, TorchBert, read_onnx_weights
+    from chunkwise.embeddings.torch_bert import DTYPES, TorchBert, read_onnx_weights
 
     weights, default = read_onnx_weights(folder / "model.onnx"), dev._runner
     out = {default.dtype: report.data["cosine_sample_alone"]}

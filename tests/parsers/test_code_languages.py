@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from chunkwise import Chunker, ParseError, chunk_text
-from chunkwise.discover import discover
+from chunkwise.pipeline.discover import discover
 from chunkwise.errors import MissingDependencyError
 from chunkwise.parsers import EXTENSIONS, MODULES, detect_format, get_parser
 from chunkwise.parsers import code as code_parser
@@ -382,7 +382,7 @@ def test_binary_is_a_parse_error(fmt):
 _HOSTILE = r"""
 import sys, time
 from chunkwise import Chunker
-from chunkwise.api import parse_bytes
+from chunkwise.chunking.api import parse_bytes
 kind, fmt = sys.argv[1], sys.argv[2]
 n = 10000
 if kind == "nesting":

@@ -292,7 +292,7 @@ def _check_table_chunks(path, chunker: Chunker) -> list:
             whole = f"{path.name}\n{header}\n\n{text[a:b]}" if k else text[a:b]
             assert chunker.sizer.count(whole) > chunker.max_tokens
             assert c.meta.get("row_start", 0) == k
-        if c.view:  # column: value lines (chunkwise.views) name the columns themselves
+        if c.view:  # column: value lines (chunkwise.chunking.views) name the columns themselves
             assert c.context == path.name
         elif c.start > records[0][0]:
             # the header, or as much of it as the context limit (half the budget) allows

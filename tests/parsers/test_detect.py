@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chunkwise.discover import discover
+from chunkwise.pipeline.discover import discover
 from chunkwise.parsers import EXTENSIONS, detect_format
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise import Chunker, ParseError, chunk_file, chunk_text
-from chunkwise.api import parse_bytes
+from chunkwise.chunking.api import parse_bytes
 
 from conftest import FIXTURES, corpus_files
 
@@ -133,7 +133,7 @@ def test_table_in_a_tab_repeats_its_header_without_the_indentation():
     assert len(later) > 2
     for c in later:
         assert c.context.endswith('=== "Tab"\n| name | value |\n|------|-------|'), c.context
-    # the default view labels each row instead (chunkwise.views): the header leaves the context
+    # the default view labels each row instead (chunkwise.chunking.views): the header leaves the context
     viewed = [c for c in chunk_text(md, format="markdown", max_tokens=96) if c.view]
     assert len(viewed) >= 59
     for c in viewed:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chunkwise import chunk_file, chunk_text
-from chunkwise.api import parse_bytes
+from chunkwise.chunking.api import parse_bytes
 
 from conftest import FIXTURES
 

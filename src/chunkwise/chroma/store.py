@@ -1,0 +1,744 @@
+"""The Chroma store: connecting (embedded or a `chroma run` server, every call bounded in
+time and retried while the server is unreachable), the one collection chunkwise writes, the
+metadata it stores with each chunk, and queries.
+
+    >>> from chunkwise.chroma import query
+    >>> hits = query("how do I configure retries?", db_path="chunkwise-db", k=5)
+
+Writing a folder into a collection is the ingestion pipeline's job (`chunkwise.pipeline`);
+this module only stores and reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from ..errors import ChunkwiseError, ConfigError, StoreError, no_space_message
+from ..metadata import flatten_metadata
+from ..model import Chunk
+from ..text.textio import source_name
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DB = "chunkwise-db"
+DEFAULT_COLLECTION = "chunkwise"
+#: bump when the stored metadata layout changes: every file is then rewritten once
+SCHEMA = "3"
+#: HNSW candidates kept while searching (Chroma's default, 10, misses true neighbours of
+#: k = 5 queries in collections of a few thousand chunks; 100 costs little at query time)
+HNSW_EF_SEARCH = 100
+#: seconds to wait before each retry of a store call that failed to reach the server
+RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
+#: metadata keys chunkwise writes; chunk meta keys equal to these are stored as `meta.<key>`
+RESERVED_KEYS = frozenset({
+    "source", "format", "start", "end", "chunk_index", "chunk_count", "record_count",
+    "repeats", "repeat_starts", "repeat_ends", "tokens", "context",
+    "section_path", "section_path_list", "kinds", "page_start", "page_end", "content_hash",
+    "options", "embed_hash", "_node_content", "_node_type", "document_id", "doc_id",
+    "ref_doc_id", "parent_id", "parent_start", "parent_end", "parent_path",
+})
+#: the chunk fields a LlamaIndex node read back from the store carries as its metadata
+NODE_METADATA = ("source", "format", "section_path", "page_start", "page_end", "kinds",
+                 "tokens", "context")
+_COLLECTION_EMBEDDER = "chunkwise_embedder"
+_COLLECTION_SPEC = "chunkwise_embedder_spec"
+#: collection metadata: the folder (absolute) every stored `source` is relative to
+COLLECTION_ROOT = "chunkwise_root"
+#: seconds a call to a Chroma server may take before it is given up (`--timeout`)
+DEFAULT_TIMEOUT = 60.0
+
+
+# -- results -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hit:
+    """One query result."""
+
+    id: str
+    source: str
+    text: str
+    distance: float
+    section_path: tuple[str, ...]
+    page_start: int | None
+    page_end: int | None
+    context: str
+    metadata: dict[str, Any]
+    space: str = "cosine"
+    """The collection's distance: `cosine` (1 - cosine similarity), `l2` (squared) or `ip`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "distance": self.distance,
+                "space": self.space,
+                "section_path": list(self.section_path), "page_start": self.page_start,
+                "page_end": self.page_end, "context": self.context, "text": self.text,
+                "metadata": self.metadata}
+
+
+# -- metadata -------------------------------------------------------------------------------
+def hnsw_configuration() -> dict[str, Any]:
+    """The index configuration of every collection chunkwise creates (a new dict each time:
+    Chroma may keep what it is given)."""
+    return {"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}}
+
+
+def embed_hash(text: str) -> str:
+    """The key under which a vector is reused: sha256 of the exact text embedded."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+#: locations of a repeated chunk listed in its record at most (`repeats` counts them all)
+MAX_REPEAT_LOCATIONS = 1000
+
+
+def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
+                   options: str, prev_id: str | None = None,
+                   next_id: str | None = None, embed_key: str | None = None,
+                   records: int | None = None,
+                   repeats: Sequence[Chunk] = ()) -> dict[str, Any]:
+    """The flat metadata stored with a chunk: its contract fields, its position in the file,
+    the file's hash and options (for incremental runs), the hash of its embed text (to reuse
+    its vector), the chunk's own meta, and the keys through which LlamaIndex's
+    `ChromaVectorStore` reads the record as a node (`llama_index_keys`).
+
+    `repeats`: the file's later chunks with the same embed text, which this record stands
+    for (`repeats` = how many chunks it stands for, `repeat_starts`/`repeat_ends` the spans
+    of the others, at most `MAX_REPEAT_LOCATIONS`); `records`: how many records the file
+    has, stored only when repeats make it fewer than its chunks."""
+    meta: dict[str, Any] = {
+        "source": chunk.source, "format": chunk.format, "start": chunk.start, "end": chunk.end,
+        "chunk_index": index, "chunk_count": count, "tokens": chunk.tokens,
+        "context": chunk.context, "section_path": " > ".join(chunk.section_path),
+        "content_hash": content_hash, "options": options,
+        "embed_hash": embed_key or embed_hash(chunk.embed_text),
+    }
+    if records is not None and records != count:
+        meta["record_count"] = records
+    if repeats:
+        meta["repeats"] = 1 + len(repeats)
+        meta["repeat_starts"] = [c.start for c in repeats[:MAX_REPEAT_LOCATIONS]]
+        meta["repeat_ends"] = [c.end for c in repeats[:MAX_REPEAT_LOCATIONS]]
+    if chunk.section_path:
+        meta["section_path_list"] = list(chunk.section_path)
+    if chunk.kinds:
+        meta["kinds"] = list(chunk.kinds)
+    if chunk.page_start is not None:
+        meta["page_start"] = chunk.page_start
+    if chunk.page_end is not None:
+        meta["page_end"] = chunk.page_end
+    if chunk.parent is not None:
+        meta["parent_id"], meta["parent_start"], meta["parent_end"], path = chunk.parent
+        meta["parent_path"] = " > ".join(path)
+    extra = flatten_metadata(chunk.meta)
+    for key, value in extra.items():
+        meta[f"meta.{key}" if key in RESERVED_KEYS else key] = value
+    meta.update(llama_index_keys(chunk, meta, prev_id, next_id))
+    return meta
+
+
+def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
+                     next_id: str | None) -> dict[str, str]:
+    """What LlamaIndex's vector stores write beside a node (`node_to_metadata_dict`), for a
+    chunk: `_node_content` (the node as JSON, text left out: Chroma holds it), `_node_type`
+    and the document id under its three names. A record written by `chunkwise ingest` is
+    then read by `ChromaVectorStore` as the node `ChunkwiseNodeParser` makes of the chunk:
+    `ref_doc_id` = the source, SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk
+    fields as metadata and the same embed text (`context` shown as its value alone)."""
+    node_meta = {k: meta[k] for k in NODE_METADATA if k in meta}
+    if "kinds" in node_meta:
+        node_meta["kinds"] = ", ".join(chunk.kinds)
+
+    def related(node_id: str, node_type: str) -> dict[str, Any]:
+        return {"node_id": node_id, "node_type": node_type, "metadata": {}, "hash": None,
+                "class_name": "RelatedNodeInfo"}
+
+    relationships = {"1": related(chunk.source, "4")}  # SOURCE: the document
+    if prev_id is not None:
+        relationships["2"] = related(prev_id, "1")  # PREVIOUS
+    if next_id is not None:
+        relationships["3"] = related(next_id, "1")  # NEXT
+    node = {
+        "id_": chunk.id, "embedding": None, "metadata": node_meta,
+        "excluded_embed_metadata_keys": [k for k in node_meta if k != "context"],
+        "excluded_llm_metadata_keys": [k for k in node_meta if k != "context"],
+        "relationships": relationships, "metadata_template": "{value}",
+        "metadata_separator": "\n", "text": "", "mimetype": "text/plain",
+        "start_char_idx": chunk.start, "end_char_idx": chunk.end,
+        "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
+        "class_name": "TextNode",
+    }
+    return {"_node_content": json.dumps(node, ensure_ascii=False), "_node_type": "TextNode",
+            "document_id": chunk.source, "doc_id": chunk.source, "ref_doc_id": chunk.source}
+
+
+# -- connection and retries -----------------------------------------------------------------
+def _transient(e: BaseException) -> bool:
+    """Errors worth retrying: the server cannot be reached (refused, reset, name not found).
+    A server that accepted the request but did not answer in time is frozen or overloaded:
+    retrying would multiply the wait, so a timeout is final."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - a chromadb dependency
+        httpx = None
+    if httpx is not None and isinstance(e, httpx.TimeoutException):
+        return False
+    if httpx is not None and isinstance(e, httpx.TransportError):
+        return True
+    if isinstance(e, (ConnectionError, TimeoutError)):
+        return isinstance(e, ConnectionError)
+    return isinstance(e, ValueError) and "Could not connect" in str(e)
+
+
+def _timed_out(e: BaseException) -> bool:
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover
+        return isinstance(e, TimeoutError)
+    return isinstance(e, (httpx.TimeoutException, TimeoutError))
+
+
+def with_retries(fn: Callable[[], Any], what: str, delays: Sequence[float] = RETRY_DELAYS) -> Any:
+    """Call `fn`; on a transient failure wait and retry (exponential backoff), then raise a
+    `StoreError` naming the operation and the cause. A timeout is a `StoreError` at once."""
+    for attempt in range(len(delays) + 1):
+        try:
+            return fn()
+        except Exception as e:
+            if _timed_out(e):
+                raise StoreError(f"Chroma did not answer in time while trying to {what} "
+                                 "(server frozen or overloaded?); --timeout sets the limit") from e
+            if not _transient(e):
+                raise
+            if attempt == len(delays):
+                raise StoreError(f"Chroma unreachable while trying to {what} "
+                                 f"({attempt + 1} attempts): {type(e).__name__}: {e}") from e
+            log.warning("Chroma unreachable (%s: %s); retrying in %.1fs", type(e).__name__, e,
+                        delays[attempt])
+            time.sleep(delays[attempt])
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def check_server(host: str | None, port: int | None) -> tuple[str, int]:
+    """(host, port) of a Chroma server, validated: `ConfigError` for an impossible one."""
+    h = "localhost" if host is None else host
+    if not isinstance(h, str) or not h.strip() or any(c.isspace() or c in "/?#@" for c in h):
+        raise ConfigError(f"invalid Chroma server host {h!r}: give a host name or address, "
+                          "without scheme or path")
+    p = 8000 if port is None else port
+    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+        raise ConfigError(f"invalid Chroma server port {p!r}: it must be 1 to 65535")
+    return h, p
+
+
+def connect(*, client: Any = None, db_path: str | os.PathLike | None = None,
+            host: str | None = None, port: int | None = None, create: bool = True,
+            retry_delays: Sequence[float] = RETRY_DELAYS,
+            timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+    """A Chroma client: `client` as given, an `HttpClient` when `host` or `port` is set (each
+    request limited to `timeout` seconds), else a `PersistentClient` on `db_path` (default
+    `./chunkwise-db`; with `create=False` a missing directory is an error instead of a new
+    empty database)."""
+    if client is not None:
+        if db_path is not None or host is not None or port is not None:
+            raise ConfigError("give either a client or a database location, not both")
+        return client
+    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    import chromadb
+    from chromadb.config import Settings
+
+    settings = Settings(anonymized_telemetry=False)
+    if host is not None or port is not None:
+        if db_path is not None:
+            raise ConfigError("give either a database directory or a server, not both")
+        h, p = check_server(host, port)
+        c = with_retries(lambda: _http_client(chromadb, h, p, settings, timeout),
+                         f"connect to {h}:{p}", retry_delays)
+        return c
+    path = Path(db_path if db_path is not None else DEFAULT_DB)
+    if not create and not (path / "chroma.sqlite3").is_file():
+        # a read never creates a database: Chroma would make one in any folder it is given
+        what = "the folder holds none" if path.is_dir() else \
+            "it is a file" if path.exists() else "no such folder"
+        raise StoreError(f"no Chroma database at {path} ({what}); run `chunkwise ingest` first")
+    try:
+        # Chroma caches clients by path string: an absolute path keeps "db" in two working
+        # directories apart.
+        return chromadb.PersistentClient(path=str(path.resolve()), settings=settings)
+    except Exception as e:
+        raise StoreError(f"cannot open Chroma database {path}: {e}") from e
+
+
+def _http_client(chromadb: Any, host: str, port: int, settings: Any, timeout: float | None) -> Any:
+    """An `HttpClient` whose every request gives up after `timeout` seconds. Chroma builds its
+    httpx session with no timeout at all (a frozen server hangs the caller for ever) and
+    offers no setting for it, so the session's timeout is set on the client it made; the
+    requests the constructor itself makes are bounded by running it on a daemon thread."""
+    box: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            box["client"] = chromadb.HttpClient(host=host, port=port, settings=settings)
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+
+    worker = threading.Thread(target=build, name="chunkwise-connect", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer from {host}:{port} within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    c = box["client"]
+    session = getattr(getattr(c, "_server", None), "_session", None)
+    if session is not None and timeout is not None:
+        import httpx
+
+        session.timeout = httpx.Timeout(timeout)
+    return c
+
+
+def persist_directory(client: Any) -> Path | None:
+    """The folder of an embedded (persistent) client, None for a server."""
+    try:
+        settings = client.get_settings()
+    except Exception:  # noqa: BLE001 - not a chromadb client we know
+        return None
+    if getattr(settings, "is_persistent", False) and getattr(settings, "persist_directory", None):
+        return Path(settings.persist_directory)
+    return None
+
+
+#: free bytes below which a refused write is put down to a full disk
+_FULL = 16 * 1024 ** 2
+
+
+def disk_full(client: Any) -> str:
+    """The message for a write Chroma refused because the disk of an embedded database is
+    full (Chroma says only "Error in compaction: Failed to apply logs…"), else ""."""
+    import shutil
+
+    try:
+        folder = client.get_settings().persist_directory
+        free = shutil.disk_usage(folder).free if folder else None
+    except Exception:  # a server client, or a folder gone
+        return ""
+    if free is None or free >= _FULL:
+        return ""
+    return no_space_message(folder)
+
+
+class Store:
+    """The chunkwise collection of one client, every call retried on transient failures and
+    converted to `StoreError` on others."""
+
+    def __init__(self, client: Any, name: str, embedder: Any, *, create: bool,
+                 retry_delays: Sequence[float] = RETRY_DELAYS) -> None:
+        self.client = client
+        self.name = name
+        self.embedder = embedder
+        self.delays = retry_delays
+        self.collection = self._open(create)
+        self.max_batch = max(1, int(self._call(client.get_max_batch_size, "read the batch size")))
+
+    def _call(self, fn: Callable[[], Any], what: str) -> Any:
+        try:
+            return with_retries(fn, what, self.delays)
+        except ChunkwiseError:
+            raise
+        except Exception as e:
+            full = disk_full(self.client)
+            if full:
+                raise StoreError(full) from e
+            raise StoreError(f"Chroma refused to {what} in collection {self.name!r}: "
+                             f"{type(e).__name__}: {e}") from e
+
+    def _open(self, create: bool) -> Any:
+        from chromadb.errors import NotFoundError
+
+        try:
+            col = self._call(lambda: self.client.get_collection(self.name),
+                             f"open collection {self.name!r}")
+        except StoreError as e:
+            if not isinstance(e.__cause__, NotFoundError):
+                raise
+            if not create:
+                raise StoreError(f"no collection {self.name!r}; run `chunkwise ingest` first") from e
+            return self._create()
+        self._check_embedder(col)
+        return col
+
+    def _create(self) -> Any:
+        e = self.embedder
+        metadata = {_COLLECTION_EMBEDDER: e.identity, "chunkwise_schema": SCHEMA}
+        if e.spec:
+            metadata[_COLLECTION_SPEC] = e.spec
+        return self._call(lambda: self.client.get_or_create_collection(
+            self.name, embedding_function=e.chroma_function, metadata=metadata,
+            configuration=hnsw_configuration()),
+            f"create collection {self.name!r}")
+
+    def _check_embedder(self, col: Any) -> None:
+        stored = (col.metadata or {}).get(_COLLECTION_EMBEDDER)
+        if stored is None:
+            if self._call(col.count, "count") == 0:  # adopt an empty collection
+                metadata = {**(col.metadata or {}), _COLLECTION_EMBEDDER: self.embedder.identity,
+                            "chunkwise_schema": SCHEMA}
+                if self.embedder.spec:
+                    metadata[_COLLECTION_SPEC] = self.embedder.spec
+                self._call(lambda: col.modify(metadata=metadata), "set collection metadata")
+                return
+            raise StoreError(f"collection {self.name!r} was not made by chunkwise (no "
+                             f"{_COLLECTION_EMBEDDER} metadata); use another collection")
+        if stored != self.embedder.identity:
+            raise StoreError(f"collection {self.name!r} holds vectors of {stored}, not "
+                             f"{self.embedder.identity}; use the same embedder or another collection")
+
+    # -- collection metadata --------------------------------------------------------------
+    @property
+    def root(self) -> str | None:
+        """The folder the stored sources are relative to, as recorded by the first ingest."""
+        return (self.collection.metadata or {}).get(COLLECTION_ROOT)
+
+    def set_root(self, root: str) -> None:
+        metadata = {**(self.collection.metadata or {}), COLLECTION_ROOT: root,
+                    "chunkwise_schema": SCHEMA}
+        self._call(lambda: self.collection.modify(metadata=metadata), "record the root")
+        self.collection = self._call(lambda: self.client.get_collection(self.name),
+                                     f"open collection {self.name!r}")
+
+    def count(self) -> int:
+        return int(self._call(self.collection.count, "count"))
+
+    # -- reads --------------------------------------------------------------------------
+    def chunks_of(self, source: str) -> dict[str, dict[str, Any]]:
+        """id -> metadata of every chunk stored for `source`."""
+        got = self._call(lambda: self.collection.get(where={"source": source},
+                                                     include=["metadatas"]),
+                         f"read the chunks of {source}")
+        return dict(zip(got["ids"], (m or {} for m in got["metadatas"])))
+
+    def pages(self, include: Sequence[str] = ("metadatas",)) -> Iterator[Any]:
+        """The whole collection, a page at a time."""
+        page = max(100, min(self.max_batch, 5000))
+        return _pages(lambda offset: self._call(
+            lambda: self.collection.get(include=list(include), limit=page, offset=offset),
+            "read the collection"), page)
+
+    def summary(self, hashes: set[str] | None = None) -> dict[str, SourceState]:
+        """source -> what is stored for it (hash, options, complete or not), over the whole
+        collection in one paged pass: a file whose state matches its bytes is not re-read.
+        `hashes`, when given, gets every stored `embed_hash` in the same pass."""
+        states: dict[str, SourceState] = {}
+        for got in self.pages():
+            for meta in got["metadatas"]:
+                meta = meta or {}
+                if hashes is not None and meta.get("embed_hash"):
+                    hashes.add(str(meta["embed_hash"]))
+                source = str(meta.get("source", ""))
+                state = states.get(source)
+                key = (meta.get("content_hash"), meta.get("options"),
+                       meta.get("record_count", meta.get("chunk_count")))
+                if state is None:
+                    states[source] = SourceState(*key, stored=1)
+                else:
+                    state.stored += 1
+                    if (state.content_hash, state.options, state.chunk_count) != key:
+                        state.mixed = True
+        return states
+
+    def ids_of_sources(self, sources: set[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for got in self.pages():
+            for id_, meta in zip(got["ids"], got["metadatas"]):
+                source = str((meta or {}).get("source", ""))
+                if source in sources:
+                    out.setdefault(source, []).append(id_)
+        return out
+
+    def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Any]:
+        """embed_hash -> a stored vector with that hash, for those of `hashes` stored."""
+        out: dict[str, Any] = {}
+        unique = sorted(set(hashes))
+        for lo in range(0, len(unique), 500):
+            part = unique[lo:lo + 500]
+            try:
+                got = self._call(lambda: self.collection.get(
+                    where={"embed_hash": {"$in": part}}, include=["metadatas", "embeddings"]),
+                    "read stored vectors")
+            except StoreError as e:  # reuse saves time, nothing more: embed these anew
+                log.info("stored vectors not reused: %s", e)
+                continue
+            for meta, vector in zip(got["metadatas"], got["embeddings"]):
+                h = (meta or {}).get("embed_hash")
+                if h and vector is not None and len(vector):
+                    out.setdefault(h, vector)
+        return out
+
+    # -- writes -------------------------------------------------------------------------
+    def upsert(self, ids: list[str], documents: list[str], embeddings: Any,
+               metadatas: list[dict[str, Any]]) -> None:
+        for lo in range(0, len(ids), self.max_batch):
+            hi = lo + self.max_batch
+            self._call(lambda: self.collection.upsert(
+                ids=ids[lo:hi], documents=documents[lo:hi], embeddings=embeddings[lo:hi],
+                metadatas=metadatas[lo:hi]), "upsert chunks")
+
+    def update(self, ids: list[str], metadatas: list[dict[str, Any]]) -> None:
+        for lo in range(0, len(ids), self.max_batch):
+            hi = lo + self.max_batch
+            self._call(lambda: self.collection.update(ids=ids[lo:hi], metadatas=metadatas[lo:hi]),
+                       "update chunk metadata")
+
+    def delete(self, ids: list[str]) -> None:
+        for lo in range(0, len(ids), self.max_batch):
+            batch = ids[lo:lo + self.max_batch]
+            self._call(lambda: self.collection.delete(ids=batch), "delete chunks")
+
+
+@dataclass
+class SourceState:
+    """What the collection holds for one source."""
+
+    content_hash: str | None
+    options: str | None
+    chunk_count: int | None
+    """Records the source should have: its chunks, fewer where repeated chunks share one."""
+    stored: int = 0
+    mixed: bool = False
+
+    def current(self, content_hash: str, options: str) -> bool:
+        """Whether the stored chunks are exactly those of these bytes and options."""
+        return (not self.mixed and self.content_hash == content_hash
+                and self.options == options and self.chunk_count == self.stored)
+
+
+def as_rows(vectors: Any) -> Any:
+    """Vectors as a float32 matrix Chroma takes (a list of lists when they are ragged)."""
+    try:
+        import numpy as np
+
+        return np.asarray(vectors, dtype=np.float32)
+    except (ImportError, ValueError):  # ragged or exotic output: let Chroma judge it
+        return [list(v) for v in vectors]
+
+
+# -- query ----------------------------------------------------------------------------------
+def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, client: Any = None,
+          db_path: str | os.PathLike | None = None, host: str | None = None,
+          port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
+          retry_delays: Sequence[float] = RETRY_DELAYS,
+          timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
+    """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
+    clause on metadata (e.g. `{"format": "pdf"}`). The query is embedded with the embedder the
+    collection was built with unless `embedder` is given."""
+    if not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"the query must be a non-empty string, got {text!r}")
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                retry_delays=retry_delays, timeout=timeout)
+    col = _open_for_query(c, collection, retry_delays)
+    emb = _query_embedder(col, embedder)
+    vector = as_rows(emb.embed_queries([text]))
+    try:
+        got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
+                                             where=dict(where) if where else None,
+                                             include=["documents", "metadatas", "distances"]),
+                           "query", retry_delays)
+    except ChunkwiseError:
+        raise
+    except Exception as e:
+        raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
+    space = _space(col)
+    return [_hit(i, d, m, dist, space) for i, d, m, dist in
+            zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+
+
+def expand_hits(hits: Sequence[Hit], *, tokens: int, client: Any = None,
+                db_path: str | os.PathLike | None = None, host: str | None = None,
+                port: int | None = None, collection: str = DEFAULT_COLLECTION,
+                timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
+    """Each hit replaced by its parent section cut to `tokens` (`chunkwise.chroma.expand`): its
+    text, span (`start`/`end` in metadata) and `tokens` become the section's; `expanded`
+    says how many chunks it joins. A hit without a recorded parent stays as it is."""
+    from .expand import Member, expand, section_of
+
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = _open_for_query(c, collection, RETRY_DELAYS)
+    out = []
+    for h in hits:
+        sec = section_of(h.metadata)
+        if sec is None:
+            out.append(h)
+            continue
+        # the stored chunks inside the section tile it (with overlap 0, invariant 3)
+        got = with_retries(lambda: col.get(where={"$and": [{"source": h.source},
+                                                          {"start": {"$gte": sec[1]}},
+                                                          {"end": {"$lte": sec[2]}}]},
+                                           include=["documents", "metadatas"]),
+                           "read a section", RETRY_DELAYS)
+        members = sorted((Member(int(m["start"]), int(m["end"]), int(m.get("tokens", 0)), d or "")
+                          for d, m in zip(got["documents"], got["metadatas"])),
+                         key=lambda m: m.start)
+        start = int(h.metadata.get("start", 0))
+        at = next((i for i, m in enumerate(members) if m.start == start), None)
+        if at is None:
+            out.append(h)
+            continue
+        e = expand(members, at, max(tokens, members[at].tokens))
+        meta = {**h.metadata, "start": e.start, "end": e.end, "tokens": e.tokens,
+                "expanded": e.chunks}
+        out.append(Hit(h.id, h.source, e.text, h.distance, h.section_path, h.page_start,
+                       h.page_end, h.context, meta))
+    return out
+
+
+def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
+                 db_path: str | os.PathLike | None = None, host: str | None = None,
+                 port: int | None = None, collection: str = DEFAULT_COLLECTION,
+                 embedder: Any = None, page: int = 1000,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> list[list[Hit]]:
+    """The `k` nearest chunks to each of `texts`, found by comparing every stored vector
+    (brute force) instead of walking Chroma's HNSW graph: no approximation, so the same
+    collection and queries always give the same ranking (ties broken by id). Distances are
+    those of the collection's space (`cosine`, `l2` squared, or `ip`), as `query` reports
+    them. Meant for evaluation: it reads the whole collection once per call."""
+    import numpy as np
+
+    if not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if not texts:
+        return []
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = _open_for_query(c, collection, RETRY_DELAYS)
+    emb = _query_embedder(col, embedder)
+    queries = np.asarray(as_rows(emb.embed_queries(list(texts))), dtype=np.float32)
+    ids: list[str] = []
+    docs: list[str | None] = []
+    metas: list[Any] = []
+    blocks = []
+    for got in _pages(lambda offset: with_retries(
+            lambda: col.get(include=["documents", "metadatas", "embeddings"], limit=page,
+                            offset=offset), "read", RETRY_DELAYS), page):
+        ids += got["ids"]
+        docs += got["documents"]
+        metas += got["metadatas"]
+        if len(got["ids"]):
+            blocks.append(np.asarray(got["embeddings"], dtype=np.float32))
+    if not ids:
+        return [[] for _ in texts]
+    stored = np.concatenate(blocks)
+    space = _space(col)
+    dots = queries @ stored.T
+    if space == "ip":
+        dist = 1.0 - dots
+    elif space == "l2":
+        dist = ((queries * queries).sum(1)[:, None] + (stored * stored).sum(1)[None, :]
+                - 2.0 * dots)
+    else:
+        qn = np.linalg.norm(queries, axis=1)[:, None]
+        sn = np.linalg.norm(stored, axis=1)[None, :]
+        dist = 1.0 - dots / np.maximum(qn * sn, 1e-12)
+    order = np.argsort(ids, kind="stable")  # ties: smaller id first
+    out = []
+    for row in dist[:, order]:
+        best = np.argsort(row, kind="stable")[:k]
+        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
+                    for i in best])
+    return out
+
+
+def _space(col: Any) -> str:
+    """The distance space of a collection (`cosine`, `l2` or `ip`)."""
+    conf = getattr(col, "configuration", None) or {}
+    for key in ("hnsw", "spann"):
+        space = (conf.get(key) or {}).get("space") if isinstance(conf, Mapping) else None
+        if space:
+            return str(space)
+    return str((col.metadata or {}).get("hnsw:space", "l2"))
+
+
+def _query_embedder(col: Any, embedder: Any) -> Any:
+    """The embedder for queries on `col`: `embedder`, else the one it was built with; a
+    different model than the stored vectors' is a `StoreError`."""
+    from ..embeddings.functions import resolve_embedder
+
+    stored_spec = (col.metadata or {}).get(_COLLECTION_SPEC)
+    emb = resolve_embedder(embedder if embedder is not None else stored_spec)
+    stored_identity = (col.metadata or {}).get(_COLLECTION_EMBEDDER)
+    if stored_identity and stored_identity != emb.identity:
+        raise StoreError(f"collection {col.name!r} holds vectors of {stored_identity}, "
+                         f"not {emb.identity}; query with the embedder it was built with")
+    return emb
+
+
+def open_embedder(client: Any, name: str, embedder: Any = None, *, load: bool = True) -> Any:
+    """The embedder a collection was built with (or `embedder`, if it is the same model);
+    with `load=False` only its identity, enough to open the collection for reading."""
+    col = _open_for_query(client, name, RETRY_DELAYS)
+    if not load:
+        from ..embeddings.functions import Embedder
+
+        identity = (col.metadata or {}).get(_COLLECTION_EMBEDDER) or "unknown"
+        return Embedder(identity=identity, embed=lambda texts: [])
+    return _query_embedder(col, embedder)
+
+
+def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:
+    from chromadb.errors import NotFoundError
+
+    try:
+        return with_retries(lambda: client.get_collection(name), f"open collection {name!r}",
+                            delays)
+    except NotFoundError as e:
+        raise StoreError(f"no collection {name!r}; run `chunkwise ingest` first") from e
+    except ChunkwiseError:
+        raise
+    except Exception as e:
+        raise StoreError(f"cannot open collection {name!r}: {type(e).__name__}: {e}") from e
+
+
+def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
+         space: str = "cosine") -> Hit:
+    meta = dict(meta or {})
+    path = meta.get("section_path_list")
+    if not isinstance(path, list):
+        joined = meta.get("section_path") or ""
+        path = joined.split(" > ") if joined else []
+    return Hit(id=id_, source=str(meta.get("source", "")), text=doc or "",
+               distance=float(dist), section_path=tuple(path),
+               page_start=meta.get("page_start"), page_end=meta.get("page_end"),
+               context=str(meta.get("context", "")), metadata=meta, space=space)
+
+
+def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = None,
+                    host: str | None = None, port: int | None = None,
+                    collection: str = DEFAULT_COLLECTION, page: int = 1000,
+                    timeout: float | None = DEFAULT_TIMEOUT) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(id, document, metadata) of every record, paged; for exports and tests."""
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = _open_for_query(c, collection, RETRY_DELAYS)
+    for got in _pages(lambda offset: col.get(include=["documents", "metadatas"], limit=page,
+                                             offset=offset), page):
+        yield from zip(got["ids"], got["documents"], (m or {} for m in got["metadatas"]))
+
+
+def _pages(fetch: Callable[[int], Any], page: int) -> Iterator[Any]:
+    """`fetch(offset)` for offset 0, page, 2 * page, … up to the first short page."""
+    offset = 0
+    while True:
+        got = fetch(offset)
+        yield got
+        if len(got["ids"]) < page:
+            return
+        offset += page

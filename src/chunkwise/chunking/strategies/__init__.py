@@ -1,0 +1,183 @@
+"""Chunking strategies: one registry (`REGISTRY`), read by the Chunker, the CLI and eval.
+
+- `structure` (the default): the fitter over the section tree;
+- `fixed`: windows of tokens (characters with `tokenizer="chars"`), cut at token boundaries;
+- `sentence`: whole sentences packed to the budget, words for an overlong sentence;
+- `recursive`: the classic separator hierarchy, ignoring structure;
+- `semantic`: the fitter, cutting where the embedding distance between sentence windows peaks;
+- `llm`: a LlamaIndex LLM proposes split points, falling back to `structure`.
+
+`fixed`, `sentence`, `recursive` and `llm` ignore document structure by design: their chunks
+obey invariants 1, 2, 3 and 5 of the contract but not 4. Each strategy is a row: its name, a
+factory, its options dataclass, and whether it keeps structure. Adding one is adding a row;
+its module is imported only when a chunker uses it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, ClassVar, Mapping, Protocol
+
+from ...errors import ConfigError
+from ..fitter import Budget, Fitter, Piece
+from ...model import ParsedDocument
+from ...sizing.sizers import Sizer
+
+
+class Strategy(Protocol):
+    """A strategy built for one chunker. `plan` is safe to call from several threads."""
+
+    #: what the strategy's options add to the chunk-id fingerprint ("" for none)
+    identity: str
+    #: whether its chunks overlap by themselves (the chunker then adds no overlap)
+    overlaps: bool
+    #: cumulative counters (embedding or LLM calls, fallbacks, ...)
+    stats: Mapping[str, int]
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        """The planned chunks of a document, each within `budget`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a strategy may need of the chunker that builds it: its sizer, the tokenizer's
+    name as given, the overlap in tokens, its LLM (shared with contextual enrichment; None
+    without one) and the seconds an LLM call may take."""
+
+    sizer: Sizer
+    tokenizer: str
+    overlap: int
+    llm: Any = None
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class NoOptions:
+    """The options of a strategy that has none."""
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticOptions:
+    """The options of `semantic` (Chunker keywords: `embedder`, `semantic_threshold`,
+    `semantic_amount`, `semantic_window`)."""
+
+    #: a function from a list of texts to vectors, or a LlamaIndex embed model (None: the
+    #: default all-MiniLM-L6-v2, loaded on first use)
+    embedder: Any = None
+    #: `percentile`, `stddev`, `iqr` or `gradient` (see `chunkwise.chunking.strategies.semantic`)
+    threshold: str = "percentile"
+    #: the threshold's parameter (None: `THRESHOLDS[threshold]`)
+    amount: float | None = None
+    #: sentences per embedded window on each side of a boundary
+    window: int = 3
+
+    #: each threshold's default amount
+    THRESHOLDS: ClassVar[Mapping[str, float]] = MappingProxyType(
+        {"percentile": 95.0, "stddev": 3.0, "iqr": 1.5, "gradient": 95.0})
+
+    def __post_init__(self) -> None:
+        if self.threshold not in self.THRESHOLDS:
+            raise ConfigError(f"semantic_threshold must be one of {', '.join(self.THRESHOLDS)}, "
+                              f"got {self.threshold!r}")
+        amount = self.THRESHOLDS[self.threshold] if self.amount is None else self.amount
+        if not _number(amount) or amount < 0 or (
+                self.threshold in ("percentile", "gradient") and amount > 100):
+            raise ConfigError(f"semantic_amount must be a number >= 0 (a percentile <= 100 for "
+                              f"{self.threshold}), got {amount!r}")
+        object.__setattr__(self, "amount", float(amount))
+        window = self.window
+        if not isinstance(window, int) or isinstance(window, bool) or not 1 <= window <= 16:
+            raise ConfigError(f"semantic_window must be an integer in 1..16, got {window!r}")
+        if self.embedder is not None and not (
+                callable(self.embedder) or hasattr(self.embedder, "get_text_embedding_batch")):
+            raise ConfigError(f"embedder must be a function from texts to vectors, "
+                              f"got {self.embedder!r}")
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+Factory = Callable[[Setup, Any], Strategy]
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """One strategy of the registry."""
+
+    name: str
+    #: builds the strategy for one chunker from a `Setup` and an options object
+    #: (`ConfigError` on bad options)
+    factory: Factory
+    #: whether its chunks obey invariant 4 (inside one section, or a run of whole sections)
+    keeps_structure: bool
+    #: its options dataclass (validated when built)
+    options: type = NoOptions
+    #: the Chunker keyword arguments that set its options: keyword -> options field
+    keywords: Mapping[str, str] = field(default_factory=dict)
+    #: whether it uses the chunker's `llm`
+    uses_llm: bool = False
+
+
+class Structure:
+    """The `structure` strategy: the fitter over the section tree."""
+
+    identity, overlaps, stats = "", False, MappingProxyType({})
+
+    def __init__(self, sizer: Sizer) -> None:
+        self.sizer = sizer
+
+    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
+        return Fitter(self.sizer, budget).fit(doc)
+
+
+def _structure(setup: Setup, options: NoOptions) -> Structure:
+    return Structure(setup.sizer)
+
+
+def _lazy(module: str, name: str) -> Factory:
+    """The factory `name` of the strategy module `module`, imported when first used."""
+
+    def make(setup: Setup, options: Any) -> Strategy:
+        return getattr(importlib.import_module(f"{__name__}.{module}"), name)(setup, options)
+
+    return make
+
+
+REGISTRY: Mapping[str, Registered] = MappingProxyType({r.name: r for r in (
+    Registered("structure", _structure, keeps_structure=True),
+    Registered("fixed", _lazy("simple", "fixed"), keeps_structure=False),
+    Registered("sentence", _lazy("simple", "sentence"), keeps_structure=False),
+    Registered("recursive", _lazy("simple", "recursive"), keeps_structure=False),
+    Registered("semantic", _lazy("semantic", "make"), keeps_structure=True,
+               options=SemanticOptions,
+               keywords={"embedder": "embedder", "semantic_threshold": "threshold",
+                         "semantic_amount": "amount", "semantic_window": "window"}),
+    Registered("llm", _lazy("llm", "make"), keeps_structure=False, uses_llm=True),
+)})
+STRATEGIES = tuple(REGISTRY)
+#: strategies exempt from invariant 4 (chunks may cross section boundaries)
+IGNORE_STRUCTURE = frozenset(name for name, r in REGISTRY.items() if not r.keeps_structure)
+
+
+def registered(name: str) -> Registered:
+    """The registry's row for `name` (`ConfigError` for an unknown strategy)."""
+    row = REGISTRY.get(name) if isinstance(name, str) else None
+    if row is None:
+        raise ConfigError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySpec:
+    """A strategy name with Chunker keyword arguments: `Chunker(strategy=spec)` is
+    `Chunker(strategy=spec.name, **spec.keywords)`, explicit keyword arguments winning. The
+    CLI passes its strategy flags this way, through the one `strategy` argument."""
+
+    name: str
+    keywords: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.name

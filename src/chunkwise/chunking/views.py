@@ -1,0 +1,416 @@
+"""Views: what the embedder sees of a chunk's text, per kind of section (DESIGN: embed text =
+context + "\\n\\n" + view(text)).
+
+A chunk's `text` is always the exact slice of the canonical text; a *view* is another
+rendering of it that embeds better, declared by the parser for the section kinds it applies
+to (`ParsedDocument.views`: `(kind, view name)` pairs, `"*"` for every kind). No declaration,
+no view: the embed text is the text itself, as before. The core applies a view only when the
+viewed embed text still fits the budget (counted with the real tokenizer; `tokens` is that
+count), else the chunk keeps its text; a chunk that took a view carries it in `Chunk.view`.
+
+Views, keyed by name so that any parser of a format can declare one:
+
+- `code`: identifiers split into words (`get_max_batch_size` -> `get max batch size`,
+  `ReadingOrderModel` -> `Reading Order Model`), after a first line naming the chunk's
+  qualified name in words when the chunk's owner has one (`ReadingOrderModel._merge_elements`
+  -> `Reading Order Model merge elements`). Natural-language questions ask with words; a
+  WordPiece tokenizer cuts `snake_case` into pieces and underscores that carry little.
+- `table`: every row of the chunk as `column: value` lines (rows separated by a blank line),
+  the column names taken from the table's header; cells that are empty or hold their
+  column's usual value (the value of more than half of the rows: `0` in a table of flags)
+  are left out, so a row of 69 indicator columns reads as the few that are set. The header
+  line itself is no longer repeated in the context (the labels carry it). A chunk of rows
+  whose view would not fit is cut, between rows, into runs that do (`repack_rows`), so
+  rows are never viewed by halves.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections import Counter
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Sequence
+
+from ..text.splitting import trim
+
+__all__ = ["VIEWS", "DocumentViews", "split_identifiers", "code_view", "table_rows",
+           "view_of_rows"]
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+#: a column's value is its "usual" one when more than this share of the rows hold it
+USUAL_SHARE = 0.5
+
+
+def _words(ident: str) -> str:
+    if "_" not in ident.strip("_") and not _CAMEL.search(ident):
+        return ident
+    parts = [p for chunk in ident.split("_") for p in _CAMEL.split(chunk) if p]
+    return " ".join(parts) if parts else ident
+
+
+def split_identifiers(text: str) -> str:
+    """`text` with every snake_case or CamelCase identifier written as words."""
+    return _IDENT.sub(lambda m: _words(m.group(0)), text)
+
+
+def code_view(text: str, qualified: str = "") -> str:
+    """The `code` view: the qualified name in words on a first line (when given), then the
+    text with its identifiers split into words."""
+    body = split_identifiers(text)
+    if qualified:
+        return f"{split_identifiers(qualified.replace('.', ' '))}\n{body}"
+    return body
+
+
+def _cells(line: str, delimiter: str) -> list[str]:
+    if delimiter == "|":  # a Markdown row, `| a | b |`, or an HTML one, `a | b`
+        s = line.strip()
+        if s.startswith("|"):
+            s = s[1:]
+        if s.endswith("|") and not s.endswith("\\|"):
+            s = s[:-1]
+        return [c.strip() for c in re.split(r"(?<!\\)\|", s)]
+    try:
+        return next(csv.reader(io.StringIO(line), delimiter=delimiter), [])
+    except csv.Error:
+        return line.split(delimiter)
+
+
+def table_rows(text: str, delimiter: str) -> list[list[str]]:
+    """The rows of a run of table lines (CSV records may span lines)."""
+    if delimiter == "|":
+        return [_cells(l, "|") for l in text.split("\n") if l.strip()]
+    try:
+        return [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r]
+    except csv.Error:
+        return [l.split(delimiter) for l in text.split("\n") if l.strip()]
+
+
+def view_of_rows(rows: Sequence[Sequence[str]], header: Sequence[str],
+                 usual: Sequence[str | None] = ()) -> str:
+    """Rows as `column: value` lines, a blank line between rows, leaving out empty cells and
+    cells holding their column's usual value."""
+    out = []
+    for row in rows:
+        lines = []
+        for i, value in enumerate(row):
+            v = " ".join(value.split())
+            if not v or (i < len(usual) and usual[i] == v):
+                continue
+            name = header[i].strip() if i < len(header) and header[i].strip() else f"column {i + 1}"
+            lines.append(f"{split_identifiers(name)}: {v}")
+        if lines:
+            out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+class DocumentViews:
+    """The views one document declares, ready to render its chunks (tables' headers and
+    usual values are found once per document)."""
+
+    def __init__(self, doc: Any, declared: Sequence[tuple[str, str]] | None = None,
+                 root: Any = None) -> None:
+        self.doc = doc
+        self.root = root
+        self.by_kind = dict(doc.views if declared is None else declared)
+        self.delimiter = str(dict(doc.meta).get("delimiter", ",")) if doc.format == "csv" \
+            else "|"
+        self._tables: dict[tuple[int, int], tuple[list[str], list[str | None]]] = {}
+        self._edges: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
+        self._rows: dict[tuple[int, int], tuple[list[Any], list[int], Any]] = {}
+        self._starts: dict[int, list[int]] = {}
+
+    def view_name(self, kinds: Sequence[str]) -> str | None:
+        for k in kinds:
+            if k in self.by_kind:
+                return self.by_kind[k]
+        return self.by_kind.get("*")
+
+    # -- tables ---------------------------------------------------------------------------
+    def table_of(self, piece: Any) -> Any:
+        """The table section a chunk of rows lies in, or None."""
+        if self.root is None:
+            return piece.owner if piece.owner is not None and piece.owner.kind == "table" \
+                else None
+        return next((n for n in reversed(chain_of(self.root, piece.start, piece.end,
+                                                  self._starts))
+                     if n.kind == "table"), None)
+
+    def context_at(self, start: int, end: int) -> str:
+        """The context the fitter gives a chunk [start, end): the document's lead lines,
+        then the context of every enclosing section that starts before it (`Frame.context`,
+        without its limit: a view is only used when the whole embed text fits)."""
+        from .fitter import lead_context
+
+        chain = chain_of(self.root, start, end, self._starts)
+        parts = lead_context(self.doc, chain[-1].path)
+        parts += [n.context for n in chain if n.context and start > n.start]
+        return "\n".join(parts)
+
+    def rows_of(self, table: Any) -> tuple[list[Any], list[int], Any]:
+        """A table's row sections, their starts, and its header section (or None)."""
+        key = (table.start, table.end)
+        if key not in self._rows:
+            rows = [c for c in table.children if c.kind == "row"]
+            header = next((c for c in table.children if c.kind == "header"), None)
+            self._rows[key] = (rows, [c.start for c in rows], header)
+        return self._rows[key]
+
+    def header_of(self, table: Any) -> tuple[list[str], list[str | None]]:
+        key = (table.start, table.end)
+        if key not in self._tables:
+            text = self.doc.text
+            if table.context and self.delimiter != "|":  # CSV: the header line
+                header_line = table.context
+            else:  # Markdown: the table's first row line is its header row
+                lines = text[table.start:table.end].split("\n")
+                header_line = next((l for l in lines if l.lstrip().startswith("|")), lines[0])
+            header = _cells(header_line, self.delimiter)
+            rows = [r for c in table.children if c.kind == "row"
+                    for r in table_rows(text[c.start:c.end], self.delimiter)[:1]]
+            usual: list[str | None] = []
+            for i in range(len(header)):
+                counts = Counter(" ".join(r[i].split()) for r in rows if i < len(r))
+                value, n = counts.most_common(1)[0] if counts else ("", 0)
+                usual.append(value if rows and n > USUAL_SHARE * len(rows) else None)
+            self._tables[key] = (header, usual)
+        return self._tables[key]
+
+    def render(self, piece: Any) -> tuple[str, str] | None:
+        """(context, view text) of a planned chunk, or None to embed it as it is."""
+        name = self.view_name(piece.kinds)
+        if name is None:
+            return None
+        text = self.doc.text[piece.start:piece.end]
+        if name in ("code", "code-split", "code-name"):
+            path = piece.owner.path if piece.owner is not None else ()
+            qualified = ".".join(path) if path and path != (self.doc.title,) else ""
+            if name == "code-split":
+                return piece.context, split_identifiers(text)
+            if name == "code-name":
+                return piece.context, f"{qualified}\n{text}" if qualified else text
+            return piece.context, code_view(text, qualified)
+        if name in ("table", "table-row", "table-all"):
+            table = self.table_of(piece)
+            if table is None or not self.whole_rows(table, piece):
+                return None
+            header, usual = self.header_of(table)
+            if self.delimiter == "|":
+                lines = [l for l in text.split("\n") if l.strip()]
+                if not all(l.lstrip().startswith("|") or self.doc.format == "html"
+                           for l in lines):
+                    return None  # a heading or a paragraph with the rows: as it is
+                lines = [l for l in lines if not _SEPARATOR.match(l)]
+                rows = [_cells(l, "|") for l in lines]
+            else:
+                rows = table_rows(text, self.delimiter)
+            if rows and [c.strip() for c in rows[0]] == [c.strip() for c in header]:
+                rows = rows[1:]  # the header row itself, at the top of the first chunk
+            if not rows or not any(h.strip() for h in header):
+                return None
+            # the header row (and a Markdown separator) leave the context: the labels carry it
+            want = [h.strip() for h in header]
+            context = "\n".join(
+                line for line in piece.context.split("\n")
+                if not (_SEPARATOR.match(line) and self.delimiter == "|")
+                and [c.strip() for c in _cells(line, self.delimiter)] != want)
+            if name == "table-row" and len(rows) > 1:
+                return None  # cut into single rows by `_fitting`
+            view = view_of_rows(rows, header, () if name == "table-all" else usual)
+            return (context, view) if view.strip() else None  # nothing left to label
+        return None
+
+    def whole_rows(self, table: Any, piece: Any) -> bool:
+        """Whether the chunk starts at the table's or a row's start and ends at a row's end
+        (a row cut between its fields is embedded as it is)."""
+        key = (table.start, table.end)
+        if key not in self._edges:
+            text = self.doc.text
+            starts, ends = {trim(text, table.start, table.end)[0]}, set()
+            for c in table.children:
+                a, b = trim(text, c.start, c.end)
+                if c.kind == "row":
+                    starts.add(a)
+                    ends.add(b)
+                elif c.kind == "header":
+                    starts.add(a)
+            self._edges[key] = (starts, ends)
+        starts, ends = self._edges[key]
+        return piece.start in starts and piece.end in ends
+
+    def row_bounds(self, piece: Any) -> list[int]:
+        """Where rows start inside a table chunk (after its first character)."""
+        table = self.table_of(piece)
+        if table is None:
+            return []
+        from bisect import bisect_left, bisect_right
+
+        _, starts, _ = self.rows_of(table)
+        return starts[bisect_right(starts, piece.start):bisect_left(starts, piece.end)]
+
+
+def chain_of(root: Any, start: int, end: int,
+             starts: dict[int, list[int]] | None = None) -> list[Any]:
+    """The sections holding [start, end), from the document's root down (`build_tree`'s
+    nodes: children sorted by start, not overlapping). `starts` caches each node's
+    children's starts between calls (one dict per document)."""
+    from bisect import bisect_right
+
+    chain = [root]
+    node = root
+    while node.children:
+        kids = node.children
+        if starts is None:
+            firsts = [c.start for c in kids]
+        else:
+            firsts = starts.get(id(node))
+            if firsts is None:
+                firsts = starts[id(node)] = [c.start for c in kids]
+        i = bisect_right(firsts, start) - 1
+        if i < 0 or not (kids[i].start <= start and end <= kids[i].end):
+            break
+        node = kids[i]
+        chain.append(node)
+    return chain
+
+
+def parent_of(chain: Sequence[Any], start: int, end: int, text: str) -> Any:
+    """The smallest section of `chain` that holds more than the chunk [start, end) (more
+    than whitespace around it): the section to return for small-to-big retrieval."""
+    for node in reversed(chain):
+        # A search, not a slice: the root spans the whole document, and slicing it for
+        # every chunk made a long document quadratic (a 25 MB JSON array: 136 s).
+        if _NONSPACE.search(text, node.start, start) or _NONSPACE.search(text, end, node.end):
+            return node
+    return chain[0]
+
+
+_NONSPACE = re.compile(r"\S")
+
+
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+
+
+def embed_of(context: str, text: str) -> str:
+    return f"{context}\n\n{text}" if context else text
+
+
+def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
+                room: int, allowed: Iterable[str] | None = None,
+                root: Any = None) -> list[tuple[Any, str | None]]:
+    """Each planned chunk with its view text (None: embedded as it is), after cutting table
+    chunks whose view would not fit into runs of rows that do. A piece that takes a view
+    gets its (possibly shorter) context and the viewed embed text's token count. `allowed`:
+    the view names to apply (default all)."""
+    declared = doc.views
+    if allowed is not None:
+        use = {VARIANTS.get(a, (a, ""))[0]: a for a in allowed}
+        declared = tuple((k, use[v]) for k, v in declared if v in use)
+    if not declared:
+        return [(p, None) for p in pieces]
+    views = DocumentViews(doc, declared, root)
+    out: list[tuple[Any, str | None]] = []
+    for p in pieces:
+        for q in _fitting(views, p, count, room):
+            out.append(q)
+    return out
+
+
+def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
+             room: int) -> Iterable[tuple[Any, str | None]]:
+    got = views.render(p)
+    if got is None and views.view_name(p.kinds) != "table-row":
+        yield p, None
+        return
+    context, view = got if got is not None else ("", "")
+    tokens = count(embed_of(context, view)) if got is not None else room + 1
+    if tokens <= room:
+        yield replace(p, context=context, tokens=tokens), view
+        return
+    table = views.table_of(p)
+    bounds = views.row_bounds(p)
+    if not bounds or table is None:
+        yield p, None
+        return
+    # a header row stays with the first row under it
+    header = views.rows_of(table)[2]
+    if header is not None and p.start <= header.end <= bounds[0]:
+        bounds = bounds[1:]
+        if not bounds:
+            yield p, None
+            return
+    # cut between rows: the longest runs whose view fits, from the first row on
+    starts = [p.start, *bounds]
+    ends = [*bounds, p.end]
+    i = 0
+    text = views.doc.text
+    while i < len(starts):
+        best = None
+        j = i
+        while j < len(starts):
+            sub = _sub(p, starts[i], ends[j], text, views.rows_of(table), views.context_at)
+            got = views.render(sub)
+            if got is None:
+                break
+            if views.view_name(sub.kinds) == "table-row" and j > i:
+                break
+            t = count(embed_of(*got))
+            if t > room:
+                break
+            best = (j, sub, got, t)
+            j += 1
+        if best is None:  # one row whose view does not fit: it keeps its text
+            sub = _sub(p, starts[i], ends[i], text, views.rows_of(table), views.context_at)
+            t = count(embed_of(sub.context, text[sub.start:sub.end]))
+            if t > room:  # the piece's own context, which fitted with more rows
+                sub = replace(sub, context=p.context)
+                t = count(embed_of(sub.context, text[sub.start:sub.end]))
+            yield replace(sub, tokens=t), None
+            i += 1
+            continue
+        j, sub, (context, view), t = best
+        yield replace(sub, context=context, tokens=t), view
+        i = j + 1
+
+
+def _sub(p: Any, start: int, end: int, text: str, rows: tuple[list[Any], list[int], Any],
+         context_at: Callable[[int, int], str] | None = None) -> Any:
+    """The rows of `p` in [start, end), trimmed like the fitter's pieces, with the row
+    numbers of those rows (`merge_meta`'s rule: `*_start` the least, `*_end` the greatest)."""
+    from .fitter import merge_meta
+
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    from bisect import bisect_left, bisect_right
+
+    kids, starts, _ = rows
+    lo = max(0, bisect_right(starts, start) - 1)
+    run = [c for c in kids[lo:bisect_left(starts, end)]
+           if c.start < end and c.end > start and text[max(c.start, start):min(c.end, end)].strip()]
+    meta = dict(p.meta)
+    for key in [k for k in meta if k == "row" or k.startswith("row_")]:
+        meta.pop(key)
+    if run:
+        meta.update(merge_meta((), run))
+    return replace(p, start=start, end=end, meta=meta,
+                   context=context_at(start, end) if context_at else p.context)
+
+
+#: view name -> what it does (the names a parser may declare)
+VIEWS = {"code": "identifiers split into words, qualified name first",
+         "table": "rows as `column: value` lines, usual values left out"}
+#: what `Chunker()` applies: table rows one per chunk as `column: value` lines (issue 22's
+#: measurements, docs/evaluation.md: MRR on table questions 0.445 -> 0.671; the `code` view
+#: lowered code MRR from 0.836 to 0.788, so it is opt-in)
+DEFAULT_VIEWS = ("table-row",)
+#: other renderings of a declared view, for measuring (`Chunker(views="code-split")`): the
+#: view they stand for, and what they do instead
+VARIANTS = {"code-split": ("code", "identifiers split into words, no qualified-name line"),
+            "code-name": ("code", "qualified name first, identifiers as they are"),
+            "table-row": ("table", "one row per chunk"),
+            "table-all": ("table", "every cell, usual values included")}

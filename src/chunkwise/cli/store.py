@@ -1,0 +1,308 @@
+"""The `ingest` and `query` commands: files into a Chroma collection, questions out of it.
+
+Registered on the main parser by `chunkwise.cli` through `register(subparsers)`. Library
+errors are raised as `ChunkwiseError`s and turned into one line and an exit code by
+`chunkwise.cli.main` (2 for bad options, 1 otherwise); a file that fails is printed as one
+line on stderr and makes `ingest` exit 1 after the rest is ingested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .options import add_command, chunk_options, chunker_from, store_location, store_options
+from ..errors import ConfigError
+from ..text.textio import display_name
+
+EXAMPLES = {
+    "ingest": "chunkwise ingest docs/ papers/ --db chunkwise-db --collection docs --prune",
+    "check": "chunkwise check --db chunkwise-db --repair",
+    "query": "chunkwise query \"how do I rotate the API keys?\" --db chunkwise-db -k 5 "
+             "--where '{\"format\": \"markdown\"}'",
+}
+
+
+def register(subparsers: Any) -> None:
+    """Add `ingest`, `check` and `query` to the main parser's subcommands."""
+    p = add_command(
+        subparsers, "ingest", cmd_ingest, help="chunk, embed and write files into Chroma",
+        description="Chunk files (folders are walked recursively), embed the chunks and "
+                    "upsert them into a Chroma collection. Unchanged files are skipped, changed "
+                    "files replace their chunks; rerunning after an interruption completes it.",
+        examples=EXAMPLES["ingest"])
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    store_options(p)
+    p.add_argument("--prune", action="store_true",
+                   help="delete the chunks of files under PATH that no longer exist")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="the folder documents are named relative to (default: the folder "
+                        "given, or the one the collection was built from)")
+    p.add_argument("--rebuild", action="store_true",
+                   help="empty the collection first (e.g. one written by an older chunkwise)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes that parse and chunk (default: one per core; 1: in this "
+                        "process)")
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to wait for another process writing the same database "
+                        "(default 10)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="read symlinks that point outside the root (default: skipped)")
+    p.add_argument("--max-file-size", default="512M", metavar="SIZE",
+                   help="skip files larger than this (bytes, or with K/M/G; default 512M)")
+    p.add_argument("--file-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="give up parsing one file after this long (default 600)")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="minilm (default), chroma-default, a model directory with model.onnx "
+                        "and tokenizer.json, or module:attr naming a Chroma embedding function "
+                        "or LlamaIndex embed model")
+    p.add_argument("--device", default="auto", metavar="DEVICE",
+                   help="where the minilm embedder runs: auto (a GPU when there is one, "
+                        "default), cpu, cuda or cuda:N")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress on stderr: a bar on a terminal, else a line every 5 s "
+                        "(default: on; --no-progress: off)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress, notes, warnings or summary on stderr (errors still)")
+    chunk_options(p)
+    g = p.add_argument_group("Ray (pip install 'chunkwise[ray]')")
+    g.add_argument("--ray", action="store_true",
+                   help="parse+chunk in Ray Data tasks and embed in a pool of Ray actors "
+                        "(one per GPU when the cluster has GPUs); this process writes to "
+                        "--db or --host/--port as without --ray")
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="the cluster to join, e.g. auto or ray://head:10001 (implies --ray; "
+                        "default: a local Ray on this machine's cores)")
+
+    p = add_command(
+        subparsers, "check", cmd_check,
+        help="check that every stored chunk has its vector (and repair)",
+        description="Read back every record's vector and query the index for all records; "
+                    "report records whose vector is missing (e.g. after two writers at once "
+                    "or a damaged index folder). With --repair, re-embed them from their "
+                    "stored text and rebuild an index that no longer answers. Exit status 0 "
+                    "healthy (or repaired), 1 damaged.",
+        examples=EXAMPLES["check"])
+    store_options(p)
+    p.add_argument("--repair", action="store_true", help="re-embed what is missing")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="--repair: the embedder, if the collection cannot name its own "
+                        "(one given as module:attr); it must be the same model")
+    p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                   help="--repair: how long to wait for another writer (default 10)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = add_command(
+        subparsers, "query", cmd_query, help="search a Chroma collection",
+        description="Embed TEXT and print the nearest chunks with source, section path, "
+                    "pages and distance (cosine; smaller is closer).",
+        examples=EXAMPLES["query"])
+    p.add_argument("text", metavar="TEXT")
+    store_options(p)
+    p.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
+    p.add_argument("--where", default=None, metavar="JSON",
+                   help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
+    p.add_argument("--embedder", default=None, metavar="SPEC",
+                   help="embedder for the query (default: the one the collection was built with)")
+    p.add_argument("--full", action="store_true", help="print whole chunk texts")
+    p.add_argument("--json", action="store_true", help="print the hits as JSON")
+    p.add_argument("--expand", choices=("section",), default=None,
+                   help="return each hit's enclosing section (its chunks around the hit, "
+                        "within --expand-tokens) instead of the bare chunk")
+    p.add_argument("--expand-tokens", type=int, default=512, metavar="N",
+                   help="token budget of an expanded section (default 512)")
+
+
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `123`, `64K`, `512M`, `2G` (powers of 1024)."""
+    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+    raw = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, "")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ConfigError(f"invalid size {text!r}: use bytes or a number with K, M or G") from None
+    if not value > 0:
+        raise ConfigError(f"invalid size {text!r}: it must be positive")
+    return int(value * units[unit])
+
+
+# -- ingest ---------------------------------------------------------------------------------
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from .progress import Progress
+    from ..pipeline.runner import ingest
+
+    chunker = chunker_from(args)
+    show = args.progress if args.progress is not None else not args.quiet
+    bars: list[Progress] = []
+
+    def bar(p: Any) -> None:  # the pipeline's progress callback (`IngestProgress`)
+        if not bars:
+            bars.append(Progress("ingest", p.files_total, sys.stderr))
+        bars[0].update(files=p.files_done, chunks=p.chunks_written, rate=p.rate)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError("--workers must be >= 1")
+    if args.file_timeout <= 0:
+        raise ConfigError("--file-timeout must be a positive number of seconds")
+
+    def waiting(holder: str) -> None:
+        print(f"chunkwise: the database is being written by {holder}; waiting up to "
+              f"{args.wait:g} s", file=sys.stderr)
+
+    if args.ray or args.ray_address is not None:  # same arguments, on Ray: chunkwise.ray
+        from functools import partial
+
+        from ..pipeline.ray import available
+        from ..pipeline.ray import ingest as ray_ingest
+        if not available():
+            raise ConfigError("--ray needs Ray Data, which is not installed: "
+                              "pip install 'chunkwise[ray]'")
+        ingest = partial(ray_ingest, ray_address=args.ray_address)
+    try:
+        report = ingest(args.paths, chunker=chunker, format=args.format,
+                        embedder=args.embedder, device=args.device, prune=args.prune,
+                        progress=bar if show else None,
+                        root=args.root, workers=args.workers, wait=args.wait,
+                        follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
+                        max_file_size=parse_size(args.max_file_size),
+                        file_timeout=args.file_timeout, on_wait=waiting, **store_location(args))
+    finally:
+        for b in bars:
+            b.close()
+    for source, reason in report.ignored:
+        print(f"{display_name(source)}: skipped: {reason}", file=sys.stderr)
+    for source, reason in report.failed:
+        print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
+    if report.truncated:
+        print(f"warning: {report.truncated} of the {report.written} chunks embedded are longer "
+              f"than the embedding model's window ({report.window} of its tokens): the rest "
+              "of each is stored but not embedded, so retrieval cannot find it. Chunk with a "
+              f"smaller --max-tokens ({report.window} with the minilm tokenizer).",
+              file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False))
+    elif not args.quiet:
+        print(_summary(report))
+    return 1 if report.failed else 0
+
+
+def _summary(r: Any) -> str:
+    s = r.seconds
+    text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
+            f"failed"
+            + (f", {len(r.ignored)} skipped" if r.ignored else "")
+            + (f", {r.unsupported} unsupported" if r.unsupported else "")
+            + f"), {r.chunks} chunks: {r.written} written ({r.embedded} embedded, {r.reused} "
+            f"reused), {r.updated} updated, {r.deleted} deleted")
+    if r.pruned_files:
+        text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
+    if r.repaired:
+        text += f"; repaired a damaged index ({r.repaired} records re-embedded)"
+    return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
+            f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
+            f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "
+            f"{s.get('write', 0):.1f}s)")
+
+
+# -- check ----------------------------------------------------------------------------------
+def cmd_check(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from ..chroma.store import Store, connect, open_embedder, persist_directory
+    from ..chroma.health import check, heal
+    from ..chroma.locking import WriteLock
+
+    loc = store_location(args)
+    c = connect(db_path=loc["db_path"], host=loc["host"], port=loc["port"], create=False,
+                retry_delays=loc["retry_delays"], timeout=loc["timeout"])
+    folder = persist_directory(c)
+    guard = WriteLock(folder, wait=args.wait) if args.repair and folder else nullcontext()
+    with guard:
+        embedder = open_embedder(c, loc["collection"], args.embedder, load=args.repair)
+        store = Store(c, loc["collection"], embedder, create=False,
+                      retry_delays=loc["retry_delays"])
+        health, after = heal(store, store.embedder) if args.repair else (check(store),) * 2
+    out = health.to_dict()
+    if args.repair:
+        out["repaired"] = after.ok
+        out["after"] = after.to_dict()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{display_name(loc['collection'])}: {health.records} records, "
+              f"{health.summary()}")
+        if args.repair and not health.ok:
+            print(f"repaired: {after.records} records, healthy" if after.ok else
+                  f"not repaired: {after.summary()}")
+    return 0 if after.ok else 1
+
+
+# -- query ----------------------------------------------------------------------------------
+def cmd_query(args: argparse.Namespace) -> int:
+    from ..chroma.store import query
+
+    where = None
+    if args.where:
+        try:
+            where = json.loads(args.where)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"--where is not valid JSON: {e}") from e
+        if not isinstance(where, dict):
+            raise ConfigError("--where must be a JSON object")
+    hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
+    if args.expand == "section":
+        from ..chroma.store import expand_hits
+
+        if args.expand_tokens < 1:
+            raise ConfigError("--expand-tokens must be a positive integer")
+        location = {k: v for k, v in store_location(args).items()
+                    if k in ("db_path", "host", "port", "collection", "timeout")}
+        hits = expand_hits(hits, tokens=args.expand_tokens, **location)
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
+        return 0
+    for rank, h in enumerate(hits, 1):
+        where_in = " > ".join(h.section_path) or "-"
+        pages = ""
+        if h.page_start is not None:
+            pages = (f" p.{h.page_start}" if h.page_start == h.page_end
+                     else f" p.{h.page_start}-{h.page_end}")
+        print(f"{rank}. {display_name(h.source)}{pages}  (distance {h.distance:.3f}, "
+              f"{h.space})  {display_name(where_in)}")
+        text = h.text if args.full else preview(h.text, 300, keep_lines=_is_code(h))
+        print("   " + "\n   ".join(display_name(line.expandtabs(4)) for line in text.split("\n")))
+    if not hits:
+        print("no results", file=sys.stderr)
+    return 0
+
+
+_CODE_KINDS = frozenset({"code", "function", "class", "method", "statement", "rows", "row",
+                         "table"})
+
+
+def _is_code(hit: Any) -> bool:
+    """Whether a hit's lines and indentation carry meaning (code, tables)."""
+    kinds = hit.metadata.get("kinds") or []
+    kinds = kinds.split(", ") if isinstance(kinds, str) else kinds
+    return hit.metadata.get("format") not in ("markdown", "html", "pdf", "text") \
+        or not _CODE_KINDS.isdisjoint(kinds)
+
+
+def preview(text: str, limit: int, *, keep_lines: bool = False) -> str:
+    """At most `limit` characters of `text` for a one-screen listing: prose with its
+    whitespace folded to single spaces; code and tables (`keep_lines`) line by line with their
+    indentation, cut after the last whole line that fits. Control characters are escaped
+    by the caller (`display_name`)."""
+    if not keep_lines:
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    text = text.strip("\n").expandtabs(4)
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return (text[:cut] if cut > 0 else text[:limit - 1]).rstrip() + "\n…"

@@ -1,0 +1,163 @@
+"""The embedding model in a process of its own, for the ingest pipeline.
+
+Chroma's embedded client holds the GIL for the whole of a write (about 1 to 2 s for 512
+chunks: a thread that only counts runs 150 times slower meanwhile), so an embedder on a
+thread of the writing process stalls at every write. On a GPU that cost most of its speed
+(about 500 of the 12,000 texts/s the model runs at on an H200). In a process of its own the
+model embeds the next window while the store writes the last one.
+
+An embedder moves only when it can be rebuilt there: from its `spec` (`minilm`, a model
+folder, `module:attr`) and the device. Vectors are the same as in the parent: the same
+model gets the same texts in the same batches.
+
+    >>> proc = EmbeddingProcess("minilm", device="auto")   # started at the first request
+    >>> embedder = proc.embedder(resolve_embedder("minilm"))   # the same model, proxied
+    >>> vectors = embedder.embed(["some text"])
+    >>> proc.close()
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any, Sequence
+
+from ..errors import ChunkwiseError
+
+log = logging.getLogger(__name__)
+
+#: seconds to wait for the process to leave after being asked to, before it is killed
+CLOSE_WAIT = 10.0
+
+
+class EmbeddingProcessError(ChunkwiseError):
+    """The embedding process died or could not be started."""
+
+
+class EmbeddingProcess:
+    """A spawned process holding the embedder that `spec` and `device` build; requests go
+    one at a time over a pipe (the caller is the pipeline's embed thread)."""
+
+    def __init__(self, spec: str, *, device: str = "auto") -> None:
+        self.spec, self.device = spec, device
+        self.process: Any = None
+        # the texts of the last `embed` and how many of them overflowed, counted by the child
+        # in the same round trip (the pipeline asks for that count right after embedding)
+        self._last: tuple[list[str], int] = ([], 0)
+
+    def _start(self) -> None:
+        """Started at the first request: a run with nothing to embed starts nothing."""
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=serve, args=(child, self.spec, self.device),
+                                   daemon=True, name="chunkwise-embed")
+        self.process.start()
+        child.close()
+
+    def _ask(self, request: tuple[str, Any]) -> Any:
+        if self.process is None:
+            self._start()
+        try:
+            self.conn.send(request)
+            kind, value = self.conn.recv()
+        except (EOFError, OSError) as e:
+            self.process.join(timeout=1)
+            raise EmbeddingProcessError(
+                f"the embedding process ({self.spec}) died (exit code "
+                f"{self.process.exitcode}); out of memory, or a crash in the model's runtime"
+            ) from e
+        if kind == "error":
+            raise value
+        return value
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        texts = list(texts)
+        vectors, over = self._ask(("embed", texts))
+        self._last = (texts, over)
+        return vectors
+
+    def overflowing(self, texts: Sequence[str]) -> int:
+        """How many of `texts` exceed the model's window: counted with the last `embed` when
+        these are its texts (no second round trip), else asked of the process."""
+        last, over = self._last
+        if list(texts) == last:
+            return over
+        return self._ask(("overflowing", list(texts)))
+
+    def load(self) -> Any:
+        return self._ask(("load", None))
+
+    def embedder(self, local: Any) -> Any:
+        """`local` (the parent's `Embedder` for the same spec) with its work sent here."""
+        return replace(local, embed=self.embed, load=self.load,
+                       overflowing=self.overflowing if local.overflowing is not None else None)
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        if self.process.is_alive():
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+            self.process.join(timeout=CLOSE_WAIT)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+        self.conn.close()
+
+    def __enter__(self) -> EmbeddingProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve(conn: Any, spec: str, device: str) -> None:
+    """The child's loop: build the embedder, then answer requests until None or EOF (the
+    parent gone, e.g. killed: the child leaves with it)."""
+    try:
+        from .functions import resolve_embedder
+
+        embedder: Any = resolve_embedder(spec, device=device)
+    except BaseException as e:  # noqa: BLE001 - reported on the first request
+        embedder = e
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        kind, texts = request
+        try:
+            if isinstance(embedder, BaseException):
+                raise embedder
+            if kind == "load":
+                value: Any = embedder.load() if embedder.load is not None else None
+            elif kind == "overflowing":
+                value = embedder.overflowing(texts) if embedder.overflowing is not None else 0
+            else:
+                vectors = embedder.embed(texts)
+                over = embedder.overflowing(texts) if embedder.overflowing is not None else 0
+                value = (vectors, over)
+            reply: tuple[str, Any] = ("ok", value)
+        except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
+            reply = ("error", _sendable(e))
+        try:
+            conn.send(reply)
+        except Exception as e:  # noqa: BLE001 - e.g. a result that does not pickle
+            conn.send(("error", EmbeddingProcessError(f"cannot send the result back: {e}")))
+
+
+def _sendable(e: BaseException) -> BaseException:
+    """`e` if it survives pickling, else an `EmbeddingProcessError` that says what it was."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(e))
+        return e
+    except Exception:  # noqa: BLE001 - any exception may refuse in its own way
+        return EmbeddingProcessError(f"{type(e).__name__}: {e}")

@@ -1,0 +1,2 @@
+"""Evaluation: retrieval quality on question sets (`eval`) and the peer chunkers it compares
+against (`peers`)."""

@@ -1,0 +1,318 @@
+"""Other libraries' chunkers as named baselines for `chunkwise eval --compare`.
+
+A peer is named `library:splitter` and runs only when its package is installed
+(`pip install 'chunkwise[compare]'`):
+
+| name | what runs | budget counted with |
+|---|---|---|
+| `langchain:recursive` | `RecursiveCharacterTextSplitter(chunk_size=N, chunk_overlap=0, length_function=…, add_start_index=True)` | the chosen tokenizer (our sizer: minilm counts `[CLS]`/`[SEP]`) |
+| `llamaindex:sentence` | `SentenceSplitter(chunk_size=N, chunk_overlap=0, tokenizer=…)` | the chosen tokenizer's token list |
+| `llamaindex:markdown` | `MarkdownNodeParser` on Markdown files (one node per heading section, no size limit: what it does), `SentenceSplitter` on the rest | as above |
+| `chonkie:recursive` | `RecursiveChunker(tokenizer=…, chunk_size=N)` | the chosen Hugging Face `tokenizer.json` (minilm by default) |
+
+**Reading the files as their users would.** There is no canonical text for a peer: each reads
+the file itself. Text files (Markdown, code, CSV, plain text) are read as UTF-8 with universal
+newlines, as `open()` does (LangChain's `TextLoader`, LlamaIndex's `SimpleDirectoryReader`).
+PDF: `pypdf`'s `extract_text()` of each page, one document per page (LangChain's
+`PyPDFLoader`, LlamaIndex's `PDFReader`); a chunk never crosses a page. HTML:
+BeautifulSoup's `get_text()` of the whole page (LangChain's `BSHTMLLoader`), navigation and
+footers included.
+
+**Locating a peer's chunks** in chunkwise's canonical text, so that scoring is the same as for
+chunkwise (exact spans, non-whitespace units): `offset` when the peer reports where the chunk
+starts and the canonical text holds the chunk's text exactly there (text formats);
+otherwise `search`: the chunk's non-whitespace characters are looked up in the canonical
+text's non-whitespace characters, from where the previous chunk of the file ended, whole or,
+failing that, by anchors of 32 units from its start and its end (`search-anchors`: PDF pages
+whose running headers chunkwise removed, HTML whose tags glued words). A chunk found nowhere
+(`none`: navigation text that is not in the canonical text) is still stored and retrieved,
+but is never relevant. `located` on the report counts each way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from ..errors import ConfigError, MissingDependencyError
+
+ANCHOR = 32  # units in a search anchor
+
+
+@dataclass(frozen=True, slots=True)
+class PeerChunk:
+    """A peer's chunk of one file: its own text, and its span in chunkwise's canonical text
+    (`start == end == 0` when it was not found), with how it was found."""
+
+    source: str
+    text: str
+    start: int
+    end: int
+    located: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    name: str
+    package: str
+    split: Callable[[str, str, int, Any], list[tuple[str, int | None]]]
+    """(text, format, max_tokens, sizer) -> [(chunk text, start offset in text or None)]"""
+    doc: str = ""
+
+
+@dataclass
+class PeerRun:
+    """Every chunk a peer made of a corpus, and how they were located."""
+
+    name: str
+    chunks: list[PeerChunk] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def located(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.chunks:
+            out[c.located] = out.get(c.located, 0) + 1
+        return out
+
+
+# -- the splitters --------------------------------------------------------------------------
+def _langchain(text: str, fmt: str, max_tokens: int, sizer: Any) -> list[tuple[str, int | None]]:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    splitter = RecursiveCharacterTextSplitter(chunk_size=max_tokens, chunk_overlap=0,
+                                              length_function=sizer.count,
+                                              add_start_index=True)
+    docs = splitter.create_documents([text])
+    return [(d.page_content, d.metadata.get("start_index")) for d in docs]
+
+
+def _llama_tokenizer(sizer: Any) -> Callable[[str], list[int]]:
+    # SentenceSplitter only takes len() of what the tokenizer returns
+    return lambda s: [0] * sizer.count(s)
+
+
+def _llama_sentence(text: str, fmt: str, max_tokens: int,
+                    sizer: Any) -> list[tuple[str, int | None]]:
+    from llama_index.core import Document
+    from llama_index.core.node_parser import SentenceSplitter
+
+    splitter = SentenceSplitter(chunk_size=max_tokens, chunk_overlap=0,
+                                tokenizer=_llama_tokenizer(sizer), include_metadata=False)
+    nodes = splitter.get_nodes_from_documents([Document(text=text)])
+    return [(n.get_content(), n.start_char_idx) for n in nodes]
+
+
+def _llama_markdown(text: str, fmt: str, max_tokens: int,
+                    sizer: Any) -> list[tuple[str, int | None]]:
+    if fmt != "markdown":
+        return _llama_sentence(text, fmt, max_tokens, sizer)
+    from llama_index.core import Document
+    from llama_index.core.node_parser import MarkdownNodeParser
+
+    nodes = MarkdownNodeParser(include_metadata=False).get_nodes_from_documents(
+        [Document(text=text)])
+    return [(n.get_content(), n.start_char_idx) for n in nodes]
+
+
+def _chonkie(text: str, fmt: str, max_tokens: int, sizer: Any) -> list[tuple[str, int | None]]:
+    from chonkie import RecursiveChunker
+
+    return [(c.text, c.start_index)
+            for c in RecursiveChunker(tokenizer=_hf_tokenizer(sizer.name),
+                                      chunk_size=max_tokens).chunk(text)]
+
+
+def _hf_tokenizer(name: str) -> Any:
+    from ..sizing.sizers import hf_tokenizer, minilm_tokenizer_path
+
+    if name == "minilm":
+        return hf_tokenizer(minilm_tokenizer_path())
+    path = Path(name)
+    if path.suffix == ".json" and path.is_file():
+        return hf_tokenizer(path)
+    return name  # chonkie resolves tiktoken names (`cl100k_base`) and `character` itself
+
+
+PEERS: dict[str, Peer] = {p.name: p for p in (
+    Peer("langchain:recursive", "langchain_text_splitters", _langchain,
+         "LangChain RecursiveCharacterTextSplitter"),
+    Peer("llamaindex:sentence", "llama_index.core", _llama_sentence,
+         "LlamaIndex SentenceSplitter"),
+    Peer("llamaindex:markdown", "llama_index.core", _llama_markdown,
+         "LlamaIndex MarkdownNodeParser (Markdown), SentenceSplitter (the rest)"),
+    Peer("chonkie:recursive", "chonkie", _chonkie, "Chonkie RecursiveChunker"),
+)}
+
+
+def is_peer(name: str) -> bool:
+    """Whether `name` names a peer (`library:splitter`) rather than a chunkwise strategy."""
+    return ":" in name
+
+
+def check_peer(name: str) -> Peer:
+    """The peer `name`; `ConfigError` if unknown, `MissingDependencyError` if its package
+    is not installed."""
+    import importlib.util
+
+    peer = PEERS.get(name)
+    if peer is None:
+        raise ConfigError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")
+    try:
+        found = importlib.util.find_spec(peer.package) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise MissingDependencyError(f"{peer.package} (peer {name})", "compare")
+    return peer
+
+
+# -- reading files as the peers' users do ---------------------------------------------------
+def peer_documents(path: Path, fmt: str) -> list[str]:
+    """The texts a peer's user would get from `path`: one per PDF page, else one."""
+    if fmt == "pdf":
+        from pypdf import PdfReader
+
+        return [page.extract_text() or "" for page in PdfReader(str(path)).pages]
+    if fmt == "html":
+        from bs4 import BeautifulSoup
+
+        return [BeautifulSoup(path.read_bytes(), "html.parser").get_text()]
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [f.read()]
+
+
+# -- locating chunks in the canonical text --------------------------------------------------
+class Locator:
+    """Finds texts in one canonical text by their non-whitespace characters, in order."""
+
+    def __init__(self, canonical: str) -> None:
+        self.canonical = canonical
+        self.pos = [i for i, c in enumerate(canonical) if not c.isspace()]
+        self.units = "".join(canonical[i] for i in self.pos)
+        self.cursor = 0  # in units
+
+    def at_offset(self, text: str, start: int | None) -> tuple[int, int] | None:
+        if start is None or start < 0:
+            return None
+        if self.canonical[start:start + len(text)] != text or not text.strip():
+            return None
+        end = start + len(text)
+        self.cursor = bisect_right(self.pos, end - 1)
+        return start, end
+
+    def search(self, text: str) -> tuple[tuple[int, int] | None, str]:
+        u = "".join(text.split())
+        if not u:
+            return None, "none"
+        i = self._find(u)
+        if i >= 0:
+            return self._span(i, i + len(u)), "search"
+        anchors = [u[k:k + ANCHOR] for k in range(0, max(1, len(u) - ANCHOR + 1), ANCHOR)]
+        if len(u) > ANCHOR:
+            anchors.append(u[-ANCHOR:])
+        first = next((i for i in map(self._find, anchors[:8]) if i >= 0), -1)
+        if first < 0:
+            return None, "none"
+        a = b = at = first
+        limit = first + 2 * len(u)  # the rest is searched near the first anchor only
+        for t in anchors:
+            j = self.units.find(t, at, limit)
+            if j >= 0:
+                at, b = j, max(b, j + len(t))
+        return self._span(a, max(b, a + 1)), "search-anchors"
+
+    def _find(self, u: str) -> int:
+        i = self.units.find(u, self.cursor)
+        return i if i >= 0 else self.units.find(u)
+
+    def _span(self, a: int, b: int) -> tuple[int, int]:
+        self.cursor = b
+        return self.pos[a], self.pos[b - 1] + 1
+
+
+# -- running a peer over a corpus -----------------------------------------------------------
+def run_peer(name: str, files: Iterable[tuple[Path, str]], *, max_tokens: int = 256,
+             tokenizer: str = "minilm",
+             canonical: Callable[[Path], tuple[str, str]] | None = None) -> PeerRun:
+    """Chunk every `(path, source)` of `files` with the peer `name` and locate its chunks in
+    chunkwise's canonical text (`canonical(path)` -> (text, format); default: the parser's).
+    A file the peer or the parser cannot read is listed in `failed`."""
+    from ..errors import ChunkwiseError
+    from ..sizing.sizers import get_sizer
+
+    peer = check_peer(name)
+    sizer = get_sizer(tokenizer)
+    canonical = canonical or _canonical
+    run = PeerRun(name)
+    for path, source in files:
+        try:
+            text, fmt = canonical(path)
+            docs = peer_documents(path, fmt)
+        except (ChunkwiseError, OSError, ValueError) as e:
+            run.failed.append((source, str(e)))
+            continue
+        run.files += 1
+        loc = Locator(text)
+        for doc in docs:
+            if not doc.strip():
+                continue
+            pieces = peer.split(doc, fmt, max_tokens, sizer)
+            use_offsets = len(docs) == 1 and fmt not in ("pdf", "html")
+            for chunk_text, start in pieces:
+                if not chunk_text.strip():
+                    continue
+                span = loc.at_offset(chunk_text, start) if use_offsets else None
+                how = "offset"
+                if span is None:
+                    span, how = loc.search(chunk_text)
+                a, b = span or (0, 0)
+                run.chunks.append(PeerChunk(source, chunk_text, a, b, how,
+                                            sizer.count(chunk_text)))
+    return run
+
+
+def _canonical(path: Path) -> tuple[str, str]:
+    from ..chunking.api import parse_file
+
+    doc = parse_file(path)
+    return doc.text, doc.format
+
+
+def corpus_files(corpus: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:
+    """Every file of `corpus` with its source as `ingest` names it (`chunkwise.pipeline.discover`)."""
+    from ..pipeline.discover import discover
+
+    return [(Path(f.path), f.source) for f in discover([os.fspath(c) for c in corpus]).files]
+
+
+def store_peer(run: PeerRun, *, db_path: str | os.PathLike, collection: str,
+               embedder: Any) -> None:
+    """Embed a peer's chunks (their own text, as the peer's user embeds it) into a new
+    collection that `chunkwise.evaluation.eval.evaluate` can score."""
+    from ..chroma.store import Store, connect
+
+    client = connect(db_path=db_path)
+    try:
+        client.delete_collection(collection)
+    except Exception:  # noqa: BLE001 - absent is fine
+        pass
+    store = Store(client, collection, embedder, create=True)
+    texts = [c.text for c in run.chunks]
+    ids = [hashlib.sha256(f"{run.name}\0{c.source}\0{i}".encode()).hexdigest()[:32]
+           for i, c in enumerate(run.chunks)]
+    metas = [{"source": c.source, "start": c.start, "end": c.end, "tokens": c.tokens,
+              "located": c.located} for c in run.chunks]
+    for lo in range(0, len(texts), 1000):
+        vectors = embedder.embed(texts[lo:lo + 1000])
+        store.upsert(ids[lo:lo + 1000], texts[lo:lo + 1000], vectors, metas[lo:lo + 1000])
+
+
+__all__ = ["PEERS", "Peer", "PeerChunk", "PeerRun", "Locator", "check_peer", "corpus_files",
+           "is_peer", "peer_documents", "run_peer", "store_peer"]

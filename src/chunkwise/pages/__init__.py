@@ -1,0 +1,1 @@
+"""Pages: the chunk inspector (`inspector`) and the collection map (`map`), self-contained HTML."""
