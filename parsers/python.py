@@ -1,6 +1,6 @@
 """Python: the row of `chunkwise.parsers.code.LANGUAGES` whose headers print their own way.
 
-Python is parsed by the same walk as every other language (`code.CodeBuilder`, driven by
+Python is parsed by the same walk as every other language (`code_walk.CodeBuilder`, driven by
 its row of the table: classes, functions, decorated definitions, blocks, decorators, imports,
 parameters and base classes). This module is that row's dialect, what no table entry says:
 
@@ -26,8 +26,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from chunkwise.model import ParsedDocument
-from chunkwise.parsers import code
+from chunkwise.parsers.code_walk import CodeBuilder
 from chunkwise.parsers.treesitter import Item
 
 if TYPE_CHECKING:
@@ -38,13 +37,8 @@ _COMPACT_NAMES = 100
 _SPACES = re.compile(r"\s+")
 
 
-def parse(data: bytes, *, source: str) -> ParsedDocument:
-    """Parse Python source bytes into definition and statement sections."""
-    return code.parse(data, source=source, language="python")
-
-
-class Builder(code.CodeBuilder):
-    """The walk of `code.CodeBuilder` with Python's docstrings and header printing."""
+class Builder(CodeBuilder):
+    """The walk of `CodeBuilder` with Python's docstrings and header printing."""
 
     def _docstring(self, items: list[Item]) -> Item | None:
         first = next((it for it in items if it.node is not None), None)

@@ -201,7 +201,8 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from chunkwise import Chunker
-    from chunkwise.parsers import python as py_parser
+    from chunkwise.parsers.code import parser_for
+    parse_python = parser_for("python")
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("paths", nargs="+", type=Path)
@@ -213,7 +214,7 @@ def main(argv: list[str]) -> int:
     report = Report()
     for path in args.paths:
         for f in sorted(path.glob("*.py")) if path.is_dir() else [path]:
-            doc = py_parser.parse(f.read_bytes(), source=f.name)
+            doc = parse_python(f.read_bytes(), source=f.name)
             check(doc.text, chunker.chunk_document(doc), chunker.sizer.count, args.max_tokens,
                   report, f.name)
     print(report)

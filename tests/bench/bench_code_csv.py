@@ -30,7 +30,8 @@ from typing import Callable
 from chunkwise import Chunker
 from chunkwise.parsers import code as code_parser
 from chunkwise.parsers import csv as csv_parser
-from chunkwise.parsers import python as py_parser
+from chunkwise.parsers.code import parser_for
+parse_python = parser_for("python")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lines import LineIndex  # noqa: E402 (the tests' own line index)
@@ -114,13 +115,13 @@ def bench_code(files: list[Path], chunker: Chunker, tokenize: Callable[[str], li
     ts = Parser(code_parser.grammar("python"))
     rows = {
         "tree-sitter parse": timed(lambda: [ts.parse(d) for d in datas], runs),
-        "chunkwise parse": timed(lambda: [py_parser.parse(d, source="x.py") for d in datas],
+        "chunkwise parse": timed(lambda: [parse_python(d, source="x.py") for d in datas],
                                  runs),
         "chunkwise chunk": timed(lambda: [chunker.chunk_bytes(d, source=f"{i}.py")
                                           for i, d in enumerate(datas)], runs),
     }
     splitter = code_splitter(tokenize, budget)
-    texts = [py_parser.parse(d, source="x.py").text for d in datas]
+    texts = [parse_python(d, source="x.py").text for d in datas]
     if splitter is not None:
         rows["llama-index CodeSplitter"] = timed(lambda: [splitter.split_text(t) for t in texts],
                                                  runs)

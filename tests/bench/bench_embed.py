@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from chunkwise import Chunker
-from chunkwise.chunking.api import iter_files
+from chunkwise.pipeline.discover import iter_files
 from chunkwise.embeddings.functions import MiniLMEmbedder, default_model_path, default_tokenizer_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from chunkwise import Chunker, ParseError
-from chunkwise.parsers import notebook, python
+from chunkwise.parsers import get_parser, notebook
 
 from conftest import FIXTURES, corpus_files
 from contract import check_contract
@@ -110,7 +110,7 @@ def test_markdown_cells_are_markdown_and_code_cells_are_python():
     # a code cell has exactly the sections the Python parser finds in its source, shifted
     start, end = where[9]
     src = "".join(nb["cells"][8]["source"]).rstrip()
-    alone = python.parse(src.encode(), source="c.py")
+    alone = get_parser("python")(src.encode(), source="c.py")
     inside = sorted((s.start - start, s.end - start, s.kind) for s in doc.sections
                     if start <= s.start and s.end <= end and s.kind != "code")
     assert inside == sorted((s.start, s.end, s.kind) for s in alone.sections)

@@ -10,7 +10,9 @@ import pytest
 
 from chunkwise import Chunker, ParseError, chunk_text
 from chunkwise.parsers import code as code_parser
-from chunkwise.parsers import python as py_parser
+from chunkwise.parsers import code_walk
+from chunkwise.parsers.code import parser_for
+parse_python = parser_for("python")
 from lines import LineIndex
 
 from conftest import FIXTURES, corpus_files
@@ -49,7 +51,7 @@ class Parser(Base):
 
 
 def _parse(src: str, source: str = "mod.py"):
-    return py_parser.parse(src.encode("utf-8"), source=source)
+    return parse_python(src.encode("utf-8"), source=source)
 
 
 def _by_kind(doc, kind):
@@ -137,7 +139,7 @@ def test_non_ascii_source_offsets_are_str_indices():
 def test_coding_cookie_decodes_a_legacy_source(cookie):
     # PEP 263: the encoding a module declares on its first or second line is its encoding
     src = f'{cookie}\ndef greet():\n    return "привет"\n'
-    doc = py_parser.parse(src.encode("koi8-r"), source="legacy.py")
+    doc = parse_python(src.encode("koi8-r"), source="legacy.py")
     assert doc.text == src and not doc.warnings
     assert _text(doc, _by_kind(doc, "function")[0]).endswith('def greet():\n    return "привет"')
 
@@ -145,11 +147,11 @@ def test_coding_cookie_decodes_a_legacy_source(cookie):
 def test_unknown_or_useless_declared_encoding_falls_back_with_a_warning():
     for name in ("no-such-codec", "undefined", "rot13", "utf-8"):
         data = f"# coding: {name}\ns = 'café'\n".encode("latin-1")
-        doc = py_parser.parse(data, source="x.py")
+        doc = parse_python(data, source="x.py")
         assert doc.text.endswith("s = 'café'\n"), name
         assert any("invalid UTF-8" in w for w in doc.warnings), name
     # a cookie on line 2 counts only after a comment or blank line (what CPython reads)
-    doc = py_parser.parse('s = 1\n# coding: koi8-r\nt = "é"\n'.encode("latin-1"), source="x.py")
+    doc = parse_python('s = 1\n# coding: koi8-r\nt = "é"\n'.encode("latin-1"), source="x.py")
     assert doc.text.endswith('t = "é"\n') and any("cp1252" in w for w in doc.warnings)
 
 
@@ -257,7 +259,7 @@ def test_fixture_chunks_keep_definitions_and_contract():
     data = (FIXTURES / "fastapi__fastapi__background.py").read_bytes()
     chunker = Chunker(max_tokens=128)
     chunks = check_contract(data, "fastapi__fastapi__background.py", chunker)
-    text = py_parser.parse(data, source="x.py").text
+    text = parse_python(data, source="x.py").text
     _check_definitions(text, chunks, chunker)
     assert all(c.context.startswith("# fastapi__fastapi__background.py") for c in chunks)
     assert any(c.context.startswith("# fastapi__fastapi__background.py\n"
@@ -320,7 +322,7 @@ def test_fixture_headers_are_never_cut(tokenizer, budget):
     chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
     report = headers.Report()
     for path in sorted(FIXTURES.glob("*.py")):
-        doc = py_parser.parse(path.read_bytes(), source=path.name)
+        doc = parse_python(path.read_bytes(), source=path.name)
         headers.check(doc.text, chunker.chunk_document(doc), chunker.sizer.count, budget,
                       report, path.name)
     assert report.headers >= 3 and report.ok(), str(report)
@@ -336,7 +338,7 @@ def test_corpus_headers_are_never_cut(tokenizer, budget):
     chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
     report = headers.Report()
     for path in corpus_files("code"):
-        doc = py_parser.parse(path.read_bytes(), source=path.name)
+        doc = parse_python(path.read_bytes(), source=path.name)
         headers.check(doc.text, chunker.chunk_document(doc), chunker.sizer.count, budget,
                       report, path.name)
     assert report.split_defs > 100 and report.ok(), str(report)
@@ -372,7 +374,7 @@ def test_corpus_definitions_and_contract():
     for path in corpus_files("code"):
         data = path.read_bytes()
         chunks = check_contract(data, path.name, chunker)
-        _check_definitions(py_parser.parse(data, source=path.name).text, chunks, chunker)
+        _check_definitions(parse_python(data, source=path.name).text, chunks, chunker)
 
 
 @pytest.mark.corpus
@@ -385,7 +387,7 @@ def test_corpus_whole_statement_chunks_parse(tokenizer, budget, share):
     chunker = Chunker(tokenizer=tokenizer, max_tokens=budget)
     ok = total = 0
     for path in corpus_files("code"):
-        doc = py_parser.parse(path.read_bytes(), source=path.name)
+        doc = parse_python(path.read_bytes(), source=path.name)
         for c in chunker.chunk_document(doc):
             if _aligned(doc, c):
                 total += 1
@@ -408,7 +410,7 @@ def test_syntax_errors_keep_the_valid_definitions_around_them():
 @pytest.mark.parametrize("data", [b"\x00\x01\x02\x03" * 50, b"x = 1\n" * 3000 + b"\x00\x00"])
 def test_binary_is_a_parse_error(data):
     with pytest.raises(ParseError):
-        py_parser.parse(data, source="bin.py")
+        parse_python(data, source="bin.py")
 
 
 def test_deep_nesting_is_bounded():
@@ -420,7 +422,7 @@ def test_deep_nesting_is_bounded():
         doc = _parse(src)
         assert time.perf_counter() - t < 5
         depth = max(len(s.path) for s in doc.sections)
-        assert depth <= code_parser._MAX_DEPTH + 1
+        assert depth <= code_walk._MAX_DEPTH + 1
         check_contract(src.encode(), "deep.py", Chunker(max_tokens=64))
 
 

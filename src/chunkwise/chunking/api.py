@@ -13,7 +13,7 @@ import logging
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..errors import ChunkwiseError, ConfigError, ParseError
 from .fitter import Budget, Piece
@@ -345,20 +345,3 @@ def chunk_text(text: str, *, format: str = "text", source: str = "<text>", **opt
 def chunk_file(path: str | os.PathLike, *, format: str | None = None, **options) -> list[Chunk]:
     """Chunk one file; the format comes from its extension, else its content."""
     return Chunker(**options).chunk_file(path, format=format)
-
-
-def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
-    """Files to process: explicit files as given; folders walked recursively, in sorted
-    order, keeping regular files of known formats and skipping hidden files and folders,
-    FIFOs, devices and symlinks out of the folder (see `chunkwise.pipeline.discover`). A path that
-    does not exist is yielded as is, so that reading it reports it."""
-    from ..pipeline.discover import discover
-
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
-        return
-    found = discover(paths)
-    for name, reason in found.skipped:
-        log.warning("%s: skipped: %s", name, reason)
-    yield from (Path(f.path) for f in found.files)
-    yield from (Path(m) for m in found.missing)

@@ -21,7 +21,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from chunkwise.parsers import detect_format
 
@@ -315,3 +315,17 @@ def read_bounded(path: str | os.PathLike, max_size: int = DEFAULT_MAX_FILE_SIZE)
     finally:
         os.close(fd)
 
+
+def iter_files(paths: Iterable[str | os.PathLike]) -> Iterator[Path]:
+    """Files to process: explicit files as given; folders walked recursively, in sorted
+    order, keeping regular files of known formats and skipping hidden files and folders,
+    FIFOs, devices and symlinks out of the folder (see `discover`). A path that
+    does not exist is yielded as is, so that reading it reports it."""
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        return
+    found = discover(paths)
+    for name, reason in found.skipped:
+        log.warning("%s: skipped: %s", name, reason)
+    yield from (Path(f.path) for f in found.files)
+    yield from (Path(m) for m in found.missing)
