@@ -18,7 +18,7 @@ cell (or part) of headings alone is no section: as in Markdown, a heading is glu
 follows it, and a chunk that holds it with only part of what follows counts from the cell
 after it. Inside, a Markdown cell has the blocks `chunkwise.parsers.markdown`
 finds, and a code cell the sections of the parser of the notebook's language
-(`metadata.kernelspec.language`, else `metadata.language_info.name`; `get_parser`), with
+(`metadata.kernelspec.language`, else `metadata.language_info.name`; `code.LANGUAGES`), with
 that parser's line numbers as `cell_line_start`/`cell_line_end`. A language without a parser
 is cut by lines, with a warning. Outputs are an `output` section of their cell.
 
@@ -39,7 +39,7 @@ from chunkwise.model import ParsedDocument, Section
 from chunkwise.text.splitting import LINES, SENTENCES, WORDS
 from chunkwise.text.textio import decode
 
-from . import MODULES, get_parser
+from . import code as code_languages, markdown
 
 _LEVEL_HEADING = 100  # h1 = 99 … h6 = 94, as Markdown's
 _LEVEL_CELL, _LEVEL_OUTPUT = 70, 60
@@ -61,7 +61,8 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
     nb, decoded = _load(data, source)
     language = _language(nb)
     fmt = _LANGUAGE_ALIASES.get(language, language)
-    code_parser = get_parser(fmt) if fmt in MODULES and fmt != "notebook" else None
+    code_parser = (code_languages.parser_for(fmt) if fmt in code_languages.LANGUAGES
+                   else None)
     name = PurePath(source).name or source
     warnings: dict[str, list[int]] = {}
     if code_parser is None:
@@ -267,7 +268,7 @@ def _layout(cells: list[tuple[int, str, str, str]]) -> tuple[str, list[tuple[int
 
 # -- cells' own structure ----------------------------------------------------------------------------
 def _markdown_parser():
-    return get_parser("markdown")
+    return markdown.parse
 
 
 def _sub_parse(parser, src: str, source: str, number: int,

@@ -24,7 +24,7 @@ from ..llms import complete, llm_identity
 from ...model import ParsedDocument
 from ...sizing.sizers import Sizer
 from ...text.splitting import LINES, SENTENCES, WORDS, is_prose, trim
-from . import NoOptions, Setup
+from .spec import NoOptions, Setup
 from .base import SectionIndex, pack_span
 
 log = logging.getLogger(__name__)

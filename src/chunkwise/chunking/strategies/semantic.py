@@ -37,7 +37,7 @@ from ...sizing.sizers import Sizer
 from ...text.splitting import NON_PROSE, WORD_LEVEL, trim
 from ...text.sentences import sentence_spans
 from ..structure import Node, build_tree
-from . import SemanticOptions, Setup
+from .spec import SemanticOptions, Setup
 
 log = logging.getLogger(__name__)
 

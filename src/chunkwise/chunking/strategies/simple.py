@@ -17,7 +17,7 @@ from ..fitter import Budget, Candidate, Fitter, Piece, Policy
 from ...model import ParsedDocument
 from ...sizing.sizers import Sizer
 from ...text.splitting import LINES, PARAGRAPHS, SENTENCES, WORDS, Splitter, trim
-from . import NoOptions, Setup
+from .spec import NoOptions, Setup
 from .base import SectionIndex, pack_span
 
 
