@@ -173,3 +173,21 @@ def test_the_check_sees_lazy_and_importlib_imports():
     assert "chunkwise.chunking.strategies.semantic" in edges["chunkwise.chunking.strategies"]
     assert "chunkwise.parsers.pdf" in edges["chunkwise.parsers"]
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_readme_map_names_every_room_on_its_floor():
+    """README.md's Development section draws the floors: each room, on the row of its floor."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            rows[int(cells[0])] = cells[1]
+    src = ROOT / "src" / "chunkwise"
+    for n, rooms in enumerate(FLOORS, start=1):
+        for name in rooms:
+            spelled = ("`__init__.py`" if name == "chunkwise" else f"`{name}/`"
+                       if (src / name).is_dir() or name == "parsers" else f"`{name}.py`")
+            assert spelled in rows.get(n, ""), f"README's map: {spelled} not on floor {n}"
+    folders = {p.name for p in src.iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= set(FLOOR), folders - set(FLOOR)
