@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from chunkwise.chunking.api import Chunker
-from chunkwise.chroma.store import (RESERVED_KEYS, StoreError, chunk_metadata, flatten_metadata,
-                              iter_collection, query)
+from chunkwise.chroma.store import (RESERVED_KEYS, SourceState, StoreError, chunk_metadata,
+                                    flatten_metadata, iter_collection, query)
 from chunkwise.pipeline.discover import discover
 from chunkwise.model import Chunk
-from chunkwise.pipeline.runner import ingest, is_current, plan_file
+from chunkwise.pipeline.runner import ingest, plan_file
 
 from conftest import FIXTURES, free_port
 
@@ -140,10 +140,12 @@ def stored_as_written(chunks, content_hash):
 def test_plan_and_currency():
     old = [make_chunk(0, "one"), make_chunk(1, "two"), make_chunk(2, "three")]
     stored = stored_as_written(old, "h1")
-    assert is_current(stored, "h1", "o")
-    assert not is_current(stored, "h2", "o") and not is_current(stored, "h1", "p")
-    assert not is_current(dict(list(stored.items())[:2]), "h1", "o")  # a chunk is missing
-    assert not is_current({}, "h1", "o")
+    state = SourceState("h1", "o", chunk_count=3, stored=len(stored))
+    assert state.current("h1", "o")
+    assert not state.current("h2", "o") and not state.current("h1", "p")
+    assert not SourceState("h1", "o", chunk_count=3, stored=2).current("h1", "o")  # one missing
+    assert not SourceState(None, None, None).current("h1", "o")  # nothing stored
+    assert not SourceState("h1", "o", 3, stored=3, mixed=True).current("h1", "o")
 
     new = [make_chunk(0, "one"), make_chunk(1, "two", context="A2"), make_chunk(3, "four")]
     stored["id0"]["gone"] = "key"

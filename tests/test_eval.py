@@ -17,10 +17,11 @@ import pytest
 
 from chunkwise.cli.main import main
 from chunkwise.errors import ConfigError
-from chunkwise.evaluation.eval import (EvalReport, QuestionsError, QuestionSet, UnitCounter, count_units,
-                            dcg, load_questions, locate_excerpt, match_sources, merge_spans, ndcg,
-                            check_relevance, paired_difference, parse_ks, per_question,
-                            reciprocal_rank, span_scores, summarise, _score, RetrievedChunk, Question)
+from chunkwise.evaluation.eval import (
+    EvalReport, QuestionsError, QuestionSet, UnitCounter, count_units, dcg, load_questions,
+    locate_excerpt, match_sources, merge_spans, ndcg, check_relevance, paired_difference,
+    parse_ks, per_question, reciprocal_rank, span_scores, summarise, _score, RetrievedChunk,
+    Question)
 
 from conftest import CORPUS, FIXTURES
 

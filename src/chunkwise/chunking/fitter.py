@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequ
 from ..model import ParsedDocument
 from ..sizing.sizers import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
 from ..text.splitting import (LINED_LEVELS, PROSE_LEVELS, Splitter, is_prose, iter_cuts, join_marks,
-                        longest_fit, trim)
+                              longest_fit, trim)
 from .structure import Node, build_tree
 from ..sizing.tokenindex import SpanCounter, span_counter
 

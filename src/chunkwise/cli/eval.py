@@ -77,7 +77,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from ..evaluation.eval import (QuestionsError, compare, differences, evaluate, load_questions, parse_ks,
-                       split_names)
+                                   split_names)
 
     ks = parse_ks(args.k)
     if args.compare is None and args.corpus:

@@ -53,8 +53,8 @@ import numpy as np
 from .discover import FileTask
 from ..errors import ChunkwiseError, ConfigError, MissingDependencyError
 from .runner import (EMBED_WINDOW, FilePlan, IngestOptions, IngestReport, Planner, Prepared,
-                       Run, VectorMemo, WriteThread, check_limits, picklable, prepare,
-                       prepare_bytes, prune_gone)
+                     Run, VectorMemo, WriteThread, check_limits, picklable, prepare,
+                     prepare_bytes, prune_gone)
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..chroma.store import (DEFAULT_COLLECTION, DEFAULT_DB, DEFAULT_TIMEOUT,
-                     RETRY_DELAYS, SCHEMA, SourceState, Store, StoreError, as_rows,
-                     chunk_metadata, connect, embed_hash, persist_directory)
+                            RETRY_DELAYS, SCHEMA, SourceState, Store, StoreError, as_rows,
+                            chunk_metadata, connect, embed_hash, persist_directory)
 from .deadlines import DeadlineExceeded, deadline
 from .discover import (DEFAULT_MAX_FILE_SIZE, Discovery, FileTask, ReadError, default_root,
                        discover, inside, read_bounded, resolve_root, unsupported_summary)
@@ -231,13 +231,6 @@ class FilePlan:
     refresh: list[tuple[str, dict[str, Any]]]
     stale: list[str]
     vectors: list[Any] = field(default_factory=list)
-
-
-def is_current(stored: Mapping[str, Mapping[str, Any]], content_hash: str, options: str) -> bool:
-    """Whether the chunks stored for a file are exactly those of its current bytes and options."""
-    return bool(stored) and all(
-        m.get("content_hash") == content_hash and m.get("options") == options
-        and m.get("record_count", m.get("chunk_count")) == len(stored) for m in stored.values())
 
 
 def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Mapping[str, Any]],
