@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
                                  "scala", "lua")},
     "json": "data", "jsonl": "jsonl", "yaml": "yaml", "toml": "toml",
     "notebook": "notebook", "notebook-outputs": "notebook_outputs",
+    "docx": "docx", "pptx": "pptx", "xlsx": "xlsx",
 }
 
 #: file extension (lower case, with dot) -> format name
@@ -49,6 +50,9 @@ EXTENSIONS: dict[str, str] = {
     ".scala": "scala", ".sc": "scala", ".lua": "lua",
     ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
     ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".ipynb": "notebook",
+    # Office Open XML (the macro-enabled and template variants are the same containers)
+    ".docx": "docx", ".docm": "docx", ".dotx": "docx", ".pptx": "pptx", ".pptm": "pptx",
+    ".ppsx": "pptx", ".potx": "pptx", ".xlsx": "xlsx", ".xlsm": "xlsx", ".xltx": "xlsx",
 }
 
 
@@ -92,6 +96,10 @@ def sniff(data: bytes) -> str:
     low = head.lower()
     if head.startswith(b"%PDF-"):
         return "pdf"
+    if data.startswith(b"PK\x03\x04"):  # a zip: an Office container, or no text format
+        from .ooxml import sniff as office
+
+        return office(data) or "text"
     if low.startswith((b"<!doctype html", b"<html")) or b"<body" in low or b"<head" in low:
         return "html"
     if low.startswith(b"<?xml") and b"<html" in low:

@@ -52,6 +52,8 @@ from typing import Any, Iterator
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
 
+from . import pdf_ocr, pdf_tables
+
 logger = logging.getLogger(__name__)
 
 #: A page whose content streams hold more than this many bytes (decoded) is left out, with a
@@ -135,6 +137,7 @@ class _Line:
     more: list[tuple[int, str]] | None = None  # further outline entries on this line
     head_cont: bool = False  # a further line of the heading above
     removed: bool = False  # running header/footer or page number
+    table: Any = None  # a `pdf_tables.Table` standing in for the lines of its area
 
 
 # ---------------------------------------------------------------------------------- parse
@@ -144,6 +147,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     with _pypdf_log_routed() as routed:
         reader = _open(data, source)
         pages, failed = _extract_pages(reader, source, warnings)
+        ocr = _ocr(reader, pages, source, warnings)
         outline = _outline(reader, len(pages), warnings)
         meta_title = _metadata_title(reader)
     if routed:
@@ -155,18 +159,52 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
         _place_outline(pages, outline)
     else:
         _font_headings(pages, body)
-    text, page_spans, blocks, heads = _assemble(pages)
+    text, page_spans, blocks, heads, tables = _assemble(pages)
     if not text.strip():
         warnings.append(f"no text extracted ({failed} page(s) failed, see above)" if failed
                         else "no text layer (a scanned PDF?): nothing to extract")
     title = (meta_title or _first_page_title(pages, body) or (heads[0][2] if heads else "")
              or PurePath(source).stem)
-    sections = _sections(text, blocks, heads, title)
+    sections = _sections(text, blocks, heads, title, tables)
+    meta: tuple[tuple[str, Any], ...] = (("tables", len(tables)),) if tables else ()
+    if ocr:
+        sections = _mark_ocr(sections, [page_spans[i] for i in ocr["read"]])
+        meta += tuple((k, v) for k, v in (("ocr", bool(ocr["read"])), ("ocr_pages", len(ocr["read"])),
+                                           ("needs_ocr", ocr["missing"])) if v)
     return ParsedDocument(
         source=source, format="pdf", text=text, sections=tuple(sections), title=title,
         page_starts=tuple(s for s, _ in page_spans), warnings=tuple(warnings), prose=True,
-        line_numbers=False,
+        line_numbers=False, meta=meta, views=(("row", "table"),),
     )
+
+
+# ---------------------------------------------------------------------------------- OCR
+def _ocr(reader: Any, pages: list[list[_Line]], source: str,
+         warnings: list[str]) -> dict[str, Any]:
+    """Scanned pages get their lines from OCR (see `pdf_ocr`); {} when there are none, else
+    the pages read and how many are left without text."""
+    visible = [sum(len(ln.text) - ln.text.count(" ") for ln in lines) for lines in pages]
+    if min(visible, default=MIN_VISIBLE) >= pdf_ocr.MIN_TEXT_CHARS:
+        return {}  # the common case: every page has a text layer
+    objects = list(reader.pages)
+    scanned = [i for i, n in enumerate(visible) if pdf_ocr.is_scanned(objects[i], n)]
+    if not scanned:
+        return {}
+    read = pdf_ocr.ocr_pages(objects, scanned, warnings, source)
+    for i, lines in read.items():
+        pages[i] = [_Line(t, size=round(h, 1), x=x, y=y) for t, x, y, h in lines]
+    return {"read": sorted(read), "missing": len(scanned) - len(read)}
+
+
+MIN_VISIBLE = 1 << 30
+
+
+def _mark_ocr(sections: list[Section], spans: list[tuple[int, int]]) -> list[Section]:
+    """Sections on OCR'd pages carry `("ocr", True)` in their meta."""
+    def on_ocr(s: Section) -> bool:
+        return any(a <= s.start < b or (s.start == a == b) for a, b in spans)
+    return [Section(s.start, s.end, s.level, s.kind, s.path, s.context, (*s.meta, ("ocr", True)))
+            if on_ocr(s) else s for s in sections]
 
 
 # ------------------------------------------------------------------------- reading, errors
@@ -333,7 +371,7 @@ def _cpu_deadline(seconds: float) -> Iterator[None]:
 class _Collector:
     """The visitor of one page's extraction: builds lines with their layout."""
 
-    def __init__(self) -> None:
+    def __init__(self, fonts: Any = None) -> None:
         self.parts: list[str] = []
         self.lines: list[_Line] = []
         self.cur_text: list[str] = []
@@ -341,6 +379,10 @@ class _Collector:
         self.cur_bold = 0
         self.cur_chars = 0
         self.cur_pos: tuple[float, float, bool] | None = None
+        self.cur_pieces: list[pdf_tables.Piece] = []
+        self.pieces: list[list[pdf_tables.Piece]] = []  # per line, for `pdf_tables`
+        self.rulings = pdf_tables.Rulings()
+        self.text_ops = pdf_tables.TextOps(fonts)
         self.bold_cache: dict[int, bool] = {}
         # matrices of the form XObjects being extracted: pypdf extracts a form's text with
         # its own coordinates, so the page's matrix at the `Do` is applied on top (the form's
@@ -348,7 +390,21 @@ class _Collector:
         self.forms: list[tuple[float, ...]] = []
 
     def before(self, op: bytes, operands: Any, cm: Any, tm: Any) -> None:
-        if op == b"Do":
+        if op in pdf_tables.OPS:
+            try:
+                m = _mult(cm, self.forms[-1]) if self.forms else cm
+            except (TypeError, ValueError, IndexError):
+                m = _IDENTITY
+            self.rulings.op(op, operands, m)
+        elif op in pdf_tables.TEXT_OPS:
+            try:
+                m = _mult(tm, cm)
+                if self.forms:
+                    m = _mult(m, self.forms[-1])
+            except (TypeError, ValueError, IndexError):
+                m = _IDENTITY
+            self.text_ops.before(op, operands, m, tm)
+        elif op == b"Do":
             try:
                 outer = _mult(cm, self.forms[-1]) if self.forms else tuple(map(float, cm))
             except (TypeError, ValueError, IndexError):
@@ -358,25 +414,35 @@ class _Collector:
     def after(self, op: bytes, operands: Any, cm: Any, tm: Any) -> None:
         if op == b"Do" and self.forms:
             self.forms.pop()
+        elif op == b"ET":
+            self.text_ops.after(op)
 
     def __call__(self, text: str, cm: Any, tm: Any, font: Any, size: Any) -> None:
         if not text:
             return
         self.parts.append(text)
         layout = None
-        pieces = text.split("\n")
-        for k, piece in enumerate(pieces):
+        starts = self.text_ops.split(text)
+        at = 0
+        for k, piece in enumerate(text.split("\n")):
             if k:
                 self._end_line()
+                at += 1
+            begin, at = at, at + len(piece)
             if not piece:
                 continue
             self.cur_text.append(piece)
             visible = len(piece) - piece.count(" ")
             if not visible:
+                self.cur_pieces.append((piece, None))
                 continue
             if layout is None:
                 layout = self._layout(cm, tm, font, size)
-            eff, bold, pos = layout
+            eff, bold, pos, probe = layout
+            if starts:
+                self.cur_pieces.extend(pdf_tables.cut(piece, begin, starts))
+            else:
+                self.cur_pieces.append((piece, probe))
             self.cur_sizes[eff] += visible
             self.cur_chars += visible
             if bold:
@@ -384,7 +450,8 @@ class _Collector:
             if self.cur_pos is None:
                 self.cur_pos = pos
 
-    def _layout(self, cm: Any, tm: Any, font: Any, size: Any) -> tuple[float, bool, tuple]:
+    def _layout(self, cm: Any, tm: Any, font: Any,
+                size: Any) -> tuple[float, bool, tuple, tuple[float, float] | None]:
         try:
             m = _mult(tm, cm)
             if self.forms:
@@ -392,9 +459,13 @@ class _Collector:
             eff = round(float(size) * (m[2] * m[2] + m[3] * m[3]) ** 0.5, 1)
             rotated = abs(m[1]) > abs(m[0]) + 1e-6
             pos = (float(m[4]), float(m[5]), rotated)
+            # a point inside the first glyph (a third of the font up from the baseline, a
+            # little along it): the cell of a table that holds the fragment, however rotated
+            s = float(size)
+            probe = (pos[0] + s * (0.3 * m[2] + 0.1 * m[0]), pos[1] + s * (0.3 * m[3] + 0.1 * m[1]))
         except (TypeError, ValueError, IndexError):
-            eff, pos = 0.0, (0.0, 0.0, False)
-        return eff, self._is_bold(font), pos
+            eff, pos, probe = 0.0, (0.0, 0.0, False), None
+        return eff, self._is_bold(font), pos, probe
 
     def _is_bold(self, font: Any) -> bool:
         key = id(font)
@@ -411,6 +482,8 @@ class _Collector:
             line.bold = self.cur_bold >= 0.8 * self.cur_chars
             line.x, line.y, line.rotated = self.cur_pos
         self.lines.append(line)
+        self.pieces.append(self.cur_pieces)
+        self.cur_pieces = []
         self.cur_text, self.cur_sizes = [], Counter()
         self.cur_bold = self.cur_chars = 0
         self.cur_pos = None
@@ -420,6 +493,7 @@ class _Collector:
         if "".join(self.parts) != output:
             # pypdf post-processed its output: keep its text, without layout
             logger.debug("visitor fragments differ from extract_text(); layout dropped")
+            self.pieces = []
             return [_Line(t) for t in output.split("\n")]
         return self.lines
 
@@ -454,13 +528,47 @@ def _font_is_bold(font: Any) -> bool:
 
 
 def _page_lines(page: Any) -> list[_Line]:
-    collector = _Collector()
+    collector = _Collector(_fonts(page))
     output = page.extract_text(visitor_text=collector, visitor_operand_before=collector.before,
                                visitor_operand_after=collector.after)
     lines = collector.finish(output)
+    if collector.pieces:
+        lines = _with_tables(lines, collector)
     for line in lines:
-        line.text = _clean(line.text)
+        if line.table is None:
+            line.text = _clean(line.text)
     return lines
+
+
+def _with_tables(lines: list[_Line], collector: _Collector) -> list[_Line]:
+    """The page's lines with each table's area replaced by one line standing for the table
+    (at the place of its first line); a line partly in a table keeps its other pieces."""
+    tables, owner = pdf_tables.find_tables(collector.rulings, collector.pieces, _clean)
+    if not tables:
+        return lines
+    out: list[_Line] = []
+    placed = set()
+    for line, pieces, owners in zip(lines, collector.pieces, owner):
+        for k in dict.fromkeys(o for o in owners if o >= 0):
+            if k not in placed:
+                placed.add(k)
+                t = tables[k]
+                out.append(_Line(pdf_tables.text_of(t), x=t.bbox[0], y=t.bbox[3], table=t))
+        if any(o >= 0 for o in owners):
+            rest = "".join(p for (p, _), o in zip(pieces, owners) if o < 0)
+            if not rest.strip():
+                continue
+            line.text = rest.strip()
+        out.append(line)
+    return out
+
+
+def _fonts(page: Any) -> Any:
+    """The page's /Font resources (None when absent or unreadable)."""
+    try:
+        return page["/Resources"].get_object()["/Font"].get_object()
+    except Exception:  # no fonts, or a broken dictionary: text keeps one position per line
+        return None
 
 
 def _clean(text: str) -> str:
@@ -491,7 +599,7 @@ def _is_page_number(text: str) -> bool:
 def _edges(lines: list[_Line], depth: int) -> list[int]:
     """Indexes of the first and last `depth` lines that have words (marks such as "#" or
     "•" between a running line and the page edge do not push it out)."""
-    idx = [i for i, ln in enumerate(lines) if _LETTERS.search(ln.text)]
+    idx = [i for i, ln in enumerate(lines) if ln.table is None and _LETTERS.search(ln.text)]
     if len(idx) <= 2 * depth:
         return idx
     return idx[:depth] + idx[-depth:]
@@ -510,6 +618,9 @@ def _remove_running(pages: list[list[_Line]]) -> None:
                 if kept >= _EDGE_KEEP or seen >= _EDGE_MAX:
                     break
                 if line.removed:
+                    continue
+                if line.table is not None:  # body, never a running line
+                    kept += 1
                     continue
                 if not _LETTERS.search(line.text):
                     if kept <= 1 and _is_page_number(line.text):
@@ -652,9 +763,11 @@ def _place_outline(pages: list[list[_Line]], outline: list[tuple[int, int, str]]
         if found is None:
             first = next((i for i, ln in enumerate(lines)
                           if ln.text.strip() and not ln.removed), None)
-            if first is None:  # an empty page: the heading still starts there
-                lines.insert(0, _Line(""))
-                first = 0
+            if first is None or lines[first].table is not None:
+                # an empty page (or one that starts with a table): the heading still
+                # starts there, on a line of its own
+                first = 0 if first is None else first
+                lines.insert(first, _Line(""))
             start, end = first, first
         else:
             start, end = found
@@ -702,7 +815,7 @@ def _scan(lines: list[_Line], cursor: int, target: str,
         if budget[0] < 0:
             return None
         line = lines[i]
-        if line.removed or not line.text.strip():
+        if line.removed or line.table is not None or not line.text.strip():
             continue
         acc = _norm(line.text)
         j = i
@@ -710,7 +823,8 @@ def _scan(lines: list[_Line], cursor: int, target: str,
             if len(acc) == len(target):
                 return i, j
             j += 1
-            while j < n and (lines[j].removed or not lines[j].text.strip()):
+            while j < n and (lines[j].removed or not lines[j].text.strip()
+                             or lines[j].table is not None):
                 j += 1
             if j >= n or j - i >= 6:
                 break
@@ -851,11 +965,14 @@ def _continues(prev: _Line, line: _Line, *, loose: bool = False) -> bool:
 class _Block:
     lines: list[_Line]
     heading: bool
+    table: Any = None
 
 
 def _assemble(pages: list[list[_Line]]) -> tuple[str, list[tuple[int, int]], list[tuple[int, int]],
-                                                 list[tuple[int, int, str]]]:
-    """Canonical text, page spans, paragraph spans and headings (offset, depth, title)."""
+                                                 list[tuple[int, int, str]], list[tuple[int, Any]]]:
+    """Canonical text, page spans, paragraph spans, headings (offset, depth, title) and
+    tables (offset, table)."""
+    tables: list[tuple[int, Any]] = []
     out: list[str] = []
     pos = 0
     page_spans: list[tuple[int, int]] = []
@@ -875,8 +992,10 @@ def _assemble(pages: list[list[_Line]]) -> tuple[str, list[tuple[int, int]], lis
                 out.append(sep)
                 pos += len(sep)
             prev = block
-            text = _join_lines(block.lines)
-            if block.heading:
+            text = _join_lines(block.lines) if block.table is None else block.lines[0].text
+            if block.table is not None:
+                tables.append((pos, block.table))
+            elif block.heading:
                 first = block.lines[0]
                 heads.append((pos, first.heading, first.title))
                 heads.extend((pos, depth, title) for depth, title in first.more or ())
@@ -885,7 +1004,7 @@ def _assemble(pages: list[list[_Line]]) -> tuple[str, list[tuple[int, int]], lis
             out.append(text)
             pos += len(text)
         page_spans.append((start, pos))
-    return "".join(out), page_spans, blocks, heads
+    return "".join(out), page_spans, blocks, heads, tables
 
 
 def _blocks(lines: list[_Line]) -> list[_Block]:
@@ -894,11 +1013,15 @@ def _blocks(lines: list[_Line]) -> list[_Block]:
     spacing = _line_spacing(kept)
     out: list[_Block] = []
     for i, ln in enumerate(kept):
-        if ln.heading >= 0:
+        if ln.table is not None:  # a table is a block of its own, after its caption
+            if ln.table.caption:
+                out.append(_Block([_Line(c) for c in ln.table.caption], False))
+            out.append(_Block([ln], False, ln.table))
+        elif ln.heading >= 0:
             out.append(_Block([ln], True))
         elif ln.head_cont and out and out[-1].heading:
             out[-1].lines.append(ln)
-        elif out and not out[-1].heading and (
+        elif out and not out[-1].heading and out[-1].table is None and (
                 _is_label(out[-1], ln) or not _breaks(kept, i, spacing)):
             out[-1].lines.append(ln)
         else:
@@ -967,7 +1090,7 @@ def _join_lines(lines: list[_Line]) -> str:
 
 # ------------------------------------------------------------------------------ sections
 def _sections(text: str, blocks: list[tuple[int, int]], heads: list[tuple[int, int, str]],
-              title: str) -> list[Section]:
+              title: str, tables: list[tuple[int, Any]] = ()) -> list[Section]:
     heads = sorted(heads, key=lambda h: h[0])  # stable: outline order at equal offsets
     spans = _end_abstract(_heading_spans(text, heads, title), blocks)
     sections = [Section(s, e, _LEVEL_HEADING - min(d, 40), "section", path)
@@ -975,6 +1098,9 @@ def _sections(text: str, blocks: list[tuple[int, int]], heads: list[tuple[int, i
     for (s, e), path in zip(blocks, _enclosing_paths(spans, blocks, title)):
         if s < e:
             sections.append(Section(s, e, _LEVEL_PARAGRAPH, "paragraph", path))
+    starts = [(pos, pos) for pos, _ in tables]
+    for (pos, table), path in zip(tables, _enclosing_paths(spans, starts, title)):
+        sections.extend(pdf_tables.sections(table, pos, path, _LEVEL_PARAGRAPH))
     return sections
 
 

@@ -260,3 +260,29 @@ def test_an_empty_folder_says_so(tmp_path):
     p = cli("chunk", "empty", cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == ""
     assert "no documents of a supported format in empty" in p.stderr
+
+
+# -- documents without text -------------------------------------------------------------------
+@pytest.mark.corpus
+def test_a_scanned_pdf_without_the_ocr_extra_is_counted_as_no_text(tmp_path):
+    from conftest import corpus_files
+
+    scanned = [p for p in corpus_files("pdf-tables") if "scanned" in p.name][:1]
+    if not scanned:
+        pytest.skip("no scanned PDF in the corpus")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(scanned[0], docs)
+    shutil.copy(FIXTURES / "fastapi__features.md", docs)
+    # the engine's import fails, as where the extra is not installed
+    fake = tmp_path / "rapidocr_onnxruntime"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('not installed')\n")
+    p = cli("ingest", "docs", "--db", "db", *HASH_SPEC, "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    (entry,) = report["no_text"]
+    assert entry["source"] == scanned[0].name
+    assert "scanned page" in entry["reason"] and "chunkwise[ocr]" in entry["reason"]
+    p = cli("ingest", "docs", "--db", "db", *HASH_SPEC, cwd=tmp_path)
+    assert "1 no text" in p.stdout and "chunkwise[ocr]" in p.stderr

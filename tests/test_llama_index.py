@@ -543,8 +543,8 @@ def test_embedding_wrapper_warns_once_about_texts_past_the_window(caplog):
 
 # -- the shared corpus ----------------------------------------------------------------------
 #: the corpus folders of formats chunkwise reads (named, so a new folder is added on purpose)
-CORPUS_FOLDERS = ("code", "code-multi", "csv", "data", "html", "markdown", "notebooks", "pdf",
-                  "text")
+CORPUS_FOLDERS = ("code", "code-multi", "csv", "data", "html", "markdown", "notebooks",
+                  "office", "pdf", "pdf-tables", "text")
 
 
 @pytest.mark.corpus

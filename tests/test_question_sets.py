@@ -41,3 +41,42 @@ def test_code_tables_question_set_is_valid():
         assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
         assert text[q.start:q.end] == q.excerpt
         assert 20 <= len(q.excerpt) <= 800, qs.where(q)
+
+
+OFFICE = DATA / "questions_office.jsonl"
+OFFICE_FOLDERS = {"docx": "office", "pptx": "office", "xlsx": "office",
+                  "pdf-table": "pdf-tables", "scanned": "pdf-tables"}
+
+
+def test_office_question_set_is_valid():
+    """Office files and PDF tables (tests/data/questions_office.jsonl, issue 29): every file of
+    office/ and pdf-tables/ asked about, by format, with a held-out part; the scanned PDFs'
+    excerpts are OCR text, so the set needs the `ocr` extra."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"shared corpus not present ({CORPUS})")
+    pytest.importorskip("rapidocr_onnxruntime")
+    rows = [json.loads(l) for l in OFFICE.read_text(encoding="utf-8").splitlines() if l.strip()]
+    assert len(rows) >= 44
+    kinds = Counter(r["kind"] for r in rows)
+    assert set(kinds) == set(OFFICE_FOLDERS) and min(kinds.values()) >= 5, kinds
+    splits = Counter(r["split"] for r in rows)
+    assert set(splits) == {"tune", "heldout"} and splits["heldout"] >= len(rows) // 3, splits
+    assert len({r["question"] for r in rows}) == len(rows)
+    old = {json.loads(l)["question"] for f in ("questions.jsonl", "questions_code_tables.jsonl")
+           for l in (DATA / f).read_text(encoding="utf-8").splitlines() if l.strip()}
+    assert not old & {r["question"] for r in rows}
+    for r in rows:
+        folder, name = r["source"].split("/")
+        assert folder == OFFICE_FOLDERS[r["kind"]], r
+        assert r["kind"] != "scanned" or "scanned" in name, r
+        assert r["kind"] not in ("docx", "pptx", "xlsx") or name.endswith("." + r["kind"]), r
+    cited = {r["source"] for r in rows}
+    for folder in ("office", "pdf-tables"):
+        files = {f"{folder}/{p.name}" for p in (CORPUS / folder).iterdir() if p.is_file()}
+        assert files <= cited, f"no question on {sorted(files - cited)}"
+    qs = load_questions(OFFICE, root=CORPUS)  # every excerpt located exactly once
+    for q in qs.questions:
+        text = qs.texts[q.path]
+        assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
+        assert text[q.start:q.end] == q.excerpt
+        assert 20 <= len(q.excerpt) <= 800, qs.where(q)

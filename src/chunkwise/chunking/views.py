@@ -122,6 +122,15 @@ class DocumentViews:
         self._edges: dict[tuple[int, int], tuple[set[int], set[int]]] = {}
         self._rows: dict[tuple[int, int], tuple[list[Any], list[int], Any]] = {}
         self._starts: dict[int, list[int]] = {}
+        self._context_tokens: dict[str, int] = {}
+
+    def context_tokens(self, context: str, count: Callable[[str], int]) -> int:
+        """Tokens of a context, counted once per document: the rows of a table share it,
+        and a wide table's header would otherwise be counted again for every row."""
+        n = self._context_tokens.get(context)
+        if n is None:
+            n = self._context_tokens[context] = count(context)
+        return n
 
     def view_name(self, kinds: Sequence[str]) -> str | None:
         for k in kinds:
@@ -163,7 +172,10 @@ class DocumentViews:
         key = (table.start, table.end)
         if key not in self._tables:
             text = self.doc.text
-            if table.context and self.delimiter != "|":  # CSV: the header line
+            # CSV, and a table whose header is synthesised (a spreadsheet's column letters,
+            # not in the text): the context is the header line
+            if table.context and (self.delimiter != "|"
+                                  or dict(table.meta).get("header") == "synthesised"):
                 header_line = table.context
             else:  # Markdown: the table's first row line is its header row
                 lines = text[table.start:table.end].split("\n")
@@ -357,6 +369,8 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
                 break
             if views.view_name(sub.kinds) == "table-row" and j > i:
                 break
+            if got[0] and views.context_tokens(got[0], count) > room:
+                break  # the context alone is over: no run of rows fits under it
             t = count(embed_of(*got))
             if t > room:
                 break
@@ -364,7 +378,8 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             j += 1
         if best is None:  # one row whose view does not fit: it keeps its text
             sub = _sub(p, starts[i], ends[i], text, views.rows_of(table), views.context_at)
-            t = count(embed_of(sub.context, text[sub.start:sub.end]))
+            over = sub.context and views.context_tokens(sub.context, count) > room
+            t = room + 1 if over else count(embed_of(sub.context, text[sub.start:sub.end]))
             if t > room:  # the piece's own context, which fitted with more rows
                 sub = replace(sub, context=p.context)
                 t = count(embed_of(sub.context, text[sub.start:sub.end]))

@@ -178,6 +178,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"{display_name(source)}: skipped: {reason}", file=sys.stderr)
     for source, reason in report.failed:
         print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
+    if not args.quiet:
+        for source, reason in report.no_text:
+            print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
     if report.truncated:
         print(f"warning: {report.truncated} of the {report.written} chunks embedded are longer "
               f"than the embedding model's window ({report.window} of its tokens): the rest "
@@ -197,6 +200,7 @@ def _summary(r: Any) -> str:
             f"failed"
             + (f", {len(r.ignored)} skipped" if r.ignored else "")
             + (f", {r.unsupported} unsupported" if r.unsupported else "")
+            + (f", {len(r.no_text)} no text" if r.no_text else "")
             + f"), {r.chunks} chunks: {r.written} written ({r.embedded} embedded, {r.reused} "
             f"reused), {r.updated} updated, {r.deleted} deleted")
     if r.pruned_files:

@@ -16,7 +16,9 @@ newlines, as `open()` does (LangChain's `TextLoader`, LlamaIndex's `SimpleDirect
 PDF: `pypdf`'s `extract_text()` of each page, one document per page (LangChain's
 `PyPDFLoader`, LlamaIndex's `PDFReader`); a chunk never crosses a page. HTML:
 BeautifulSoup's `get_text()` of the whole page (LangChain's `BSHTMLLoader`), navigation and
-footers included.
+footers included. Office files (docx, pptx, xlsx): MarkItDown's Markdown for LangChain and
+Chonkie, `SimpleDirectoryReader`'s default readers for LlamaIndex (`peer_documents`). Scanned
+PDF pages give pypdf no text, so the peers get nothing of them.
 
 **Locating a peer's chunks** in chunkwise's canonical text, so that scoring is the same as for
 chunkwise (exact spans, non-whitespace units): `offset` when the peer reports where the chunk
@@ -24,7 +26,9 @@ starts and the canonical text holds the chunk's text exactly there (text formats
 otherwise `search`: the chunk's non-whitespace characters are looked up in the canonical
 text's non-whitespace characters, from where the previous chunk of the file ended, whole or,
 failing that, by anchors of 32 units from its start and its end (`search-anchors`: PDF pages
-whose running headers chunkwise removed, HTML whose tags glued words). A chunk found nowhere
+whose running headers chunkwise removed, HTML whose tags glued words), extended to where the
+chunk's words are; failing both, by words (`search-words`: the window of the canonical text
+holding most of the chunk's words, for tables a reader rewrote). A chunk found nowhere
 (`none`: navigation text that is not in the canonical text) is still stored and retrieved,
 but is never relevant. `located` on the report counts each way.
 """
@@ -174,8 +178,23 @@ def check_peer(name: str) -> Peer:
 
 
 # -- reading files as the peers' users do ---------------------------------------------------
-def peer_documents(path: Path, fmt: str) -> list[str]:
-    """The texts a peer's user would get from `path`: one per PDF page, else one."""
+OFFICE = ("docx", "pptx", "xlsx")
+
+
+def peer_documents(path: Path, fmt: str, reader: str = "") -> list[str]:
+    """The texts a peer's user would get from `path`: one per PDF page, else one. Office files
+    (`fmt` docx, pptx, xlsx) as the peer's users read them, by `reader` (the peer's library):
+    `llamaindex`: `SimpleDirectoryReader`'s default readers (`_llama_office`); any other:
+    MarkItDown's Markdown (`MarkItDown().convert(path).text_content`), one text."""
+    if fmt in OFFICE:
+        if reader == "llamaindex":
+            return _llama_office(path, fmt)
+        try:
+            from markitdown import MarkItDown
+        except ImportError:
+            raise MissingDependencyError("markitdown (peers reading Office files)",
+                                         "compare") from None
+        return [MarkItDown().convert(str(path)).text_content]
     if fmt == "pdf":
         from pypdf import PdfReader
 
@@ -186,6 +205,44 @@ def peer_documents(path: Path, fmt: str) -> list[str]:
         return [BeautifulSoup(path.read_bytes(), "html.parser").get_text()]
     with open(path, encoding="utf-8", errors="replace") as f:
         return [f.read()]
+
+
+def _llama_office(path: Path, fmt: str) -> list[str]:
+    """What `SimpleDirectoryReader` gives for an Office file: `DocxReader` (docx2txt, one text),
+    `PptxReader()` (one text per slide: title, shapes, table narrative, speaker notes; no image
+    captions), `PandasExcelReader()` (one text per sheet, each row as `header: value, …`).
+    Those readers live in `llama-index-readers-file`, which pins pypdf below 7; when it is not
+    installed, the same libraries are called here: docx2txt, python-pptx (every shape's text
+    per slide, table cells, notes), pandas with openpyxl."""
+    try:
+        from llama_index.readers.file import DocxReader, PandasExcelReader, PptxReader
+    except ImportError:
+        pass
+    else:
+        cls = {"docx": DocxReader, "pptx": PptxReader, "xlsx": PandasExcelReader}[fmt]
+        return [d.text for d in cls().load_data(path)]
+    if fmt == "docx":
+        import docx2txt
+
+        return [docx2txt.process(str(path))]
+    if fmt == "pptx":
+        from pptx import Presentation
+
+        out = []
+        for slide in Presentation(str(path)).slides:
+            parts = [sh.text for sh in slide.shapes if getattr(sh, "has_text_frame", False)]
+            for sh in slide.shapes:
+                if getattr(sh, "has_table", False):
+                    parts += [", ".join(c.text for c in row.cells) for row in sh.table.rows]
+            if slide.has_notes_slide:
+                parts.append(slide.notes_slide.notes_text_frame.text)
+            out.append("\n".join(parts))
+        return out
+    import pandas as pd
+
+    return ["\n".join(", ".join(f"{h}: {v}" for h, v in zip(df.columns, row))
+                      for row in df.fillna("").itertuples(index=False))
+            for df in pd.read_excel(path, sheet_name=None).values()]
 
 
 # -- locating chunks in the canonical text --------------------------------------------------
@@ -219,14 +276,61 @@ class Locator:
             anchors.append(u[-ANCHOR:])
         first = next((i for i in map(self._find, anchors[:8]) if i >= 0), -1)
         if first < 0:
-            return None, "none"
+            span = self._search_words(text)
+            return (span, "search-words") if span else (None, "none")
         a = b = at = first
         limit = first + 2 * len(u)  # the rest is searched near the first anchor only
         for t in anchors:
             j = self.units.find(t, at, limit)
             if j >= 0:
                 at, b = j, max(b, j + len(t))
-        return self._span(a, max(b, a + 1)), "search-anchors"
+        lo, hi = self._span(a, max(b, a + 1))
+        self.cursor = a  # the anchors can stop short where the reader rewrote the text:
+        words = self._search_words(text)  # extend by where the chunk's words are, if it meets
+        if words and words[0] < hi and words[1] > lo:
+            lo, hi = min(lo, words[0]), max(hi, words[1])
+        self.cursor = bisect_right(self.pos, hi - 1)
+        return (lo, hi), "search-anchors"
+
+    def _search_words(self, text: str) -> tuple[int, int] | None:
+        """Where the chunk's words are, when its characters are not: a reader that rewrote a
+        table (MarkItDown's `| --- |` lines and `NaN` cells, LlamaIndex's `header: value`
+        rows) keeps the cells' words. The window of the canonical text's words (as many as
+        the chunk has words found in it) that holds most of them, near the previous chunk
+        first, then anywhere; at least 3 and 30% of them, else not found."""
+        import re
+        from collections import Counter
+
+        if not hasattr(self, "_words"):
+            self._words = [(m.group().lower(), m.start(), m.end())
+                           for m in re.finditer(r"\w+", self.canonical)]
+            self._vocab = {w for w, _, _ in self._words}
+            self._starts = [a for _, a, _ in self._words]
+        want = [w for w in (m.lower() for m in re.findall(r"\w+", text)) if w in self._vocab]
+        need, n, words = Counter(want), len(want), self._words
+        if n < 3:
+            return None
+        here = bisect_right(self._starts, self.pos[min(self.cursor, len(self.pos) - 1)])
+        for lo, hi in ((max(0, here - n), min(len(words), here + 4 * n + 500)), (0, len(words))):
+            have: Counter = Counter()
+            score = best = 0
+            at = lo
+            for k in range(lo, hi):
+                w = words[k][0]
+                score += have[w] < need[w]
+                have[w] += 1
+                if k - lo >= n:
+                    old = words[k - n][0]
+                    have[old] -= 1
+                    score -= have[old] < need[old]
+                if score > best:
+                    best, at = score, max(lo, k - n + 1)
+            if best >= max(3, 0.3 * n):
+                hit = [k for k in range(at, min(at + n, hi)) if words[k][0] in need]
+                a, b = words[hit[0]][1], words[hit[-1]][2]
+                self.cursor = bisect_right(self.pos, b - 1)
+                return a, b
+        return None
 
     def _find(self, u: str) -> int:
         i = self.units.find(u, self.cursor)
@@ -254,7 +358,7 @@ def run_peer(name: str, files: Iterable[tuple[Path, str]], *, max_tokens: int = 
     for path, source in files:
         try:
             text, fmt = canonical(path)
-            docs = peer_documents(path, fmt)
+            docs = peer_documents(path, fmt, name.split(":")[0])
         except (ChunkwiseError, OSError, ValueError) as e:
             run.failed.append((source, str(e)))
             continue

@@ -90,6 +90,9 @@ class IngestReport:
     files over the size limit."""
     unsupported: int = 0
     """Files in the folders walked that no parser reads (unknown extensions), not listed."""
+    no_text: list[tuple[str, str]] = field(default_factory=list)
+    """(source, why) of files read without error that hold no text to chunk: a scanned PDF
+    without the OCR extra, an empty document. Nothing is stored for them; never silent."""
     repaired: int = 0
     """Stored records whose vectors were missing from the index at the start, re-embedded
     (see `chunkwise.chroma.health`)."""
@@ -115,6 +118,7 @@ class IngestReport:
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "ignored": [{"source": s, "reason": r} for s, r in self.ignored],
             "unsupported": self.unsupported,
+            "no_text": [{"source": s, "reason": r} for s, r in self.no_text],
             "repaired": self.repaired, "truncated": self.truncated, "window": self.window,
             "root": self.root,
             "workers": self.workers,
@@ -149,6 +153,7 @@ class Prepared:
     content_hash: str = ""
     chunks: tuple[Chunk, ...] = ()
     reason: str = ""
+    """Why it failed; for a file chunked into nothing, why it holds no text."""
     read_seconds: float = 0.0
     parse_seconds: float = 0.0
 
@@ -197,15 +202,26 @@ def prepare_bytes(source: str, data: bytes, stored: SourceState | None, opts: Pr
         return Prepared(source, "unchanged", digest, read_seconds=read_seconds)
     try:
         with deadline(opts.file_timeout, "parsing and chunking"):
-            chunks = opts.chunker.chunk_bytes(data, source=source, format=opts.format)
+            doc = opts.chunker.parse_bytes(data, source=source, format=opts.format)
+            chunks = opts.chunker.chunk_document(doc)
     except ChunkwiseError as e:
         return Prepared(source, "failed", digest, reason=_reason(e, source),
                         read_seconds=read_seconds, parse_seconds=time.perf_counter() - t1)
     except (MemoryError, RecursionError) as e:
         return Prepared(source, "failed", digest, reason=f"{type(e).__name__} while chunking",
                         read_seconds=read_seconds, parse_seconds=time.perf_counter() - t1)
-    return Prepared(source, "chunked", digest, tuple(chunks), read_seconds=read_seconds,
+    return Prepared(source, "chunked", digest, tuple(chunks),
+                    reason="" if chunks else no_text_reason(doc), read_seconds=read_seconds,
                     parse_seconds=time.perf_counter() - t1)
+
+
+def no_text_reason(doc: Any) -> str:
+    """Why a document gave no chunks: scanned pages that need the OCR extra, or none."""
+    scanned = dict(doc.meta).get("needs_ocr")
+    if scanned:
+        return (f"no text: {scanned} scanned page{'s' if scanned != 1 else ''} without a text "
+                f"layer (pip install 'chunkwise[ocr]' reads them)")
+    return "no text"
 
 
 def _reason(e: BaseException, source: str) -> str:
@@ -433,6 +449,8 @@ class Planner:
         stored = self.store.chunks_of(p.source) if p.source in self.states else {}
         plan = plan_file(p.source, p.chunks, stored, p.content_hash, self.options)
         r.chunks += len(p.chunks)
+        if not p.chunks:
+            r.no_text.append((p.source, p.reason or "no text"))
         self.timers["plan"] += time.perf_counter() - t0
         if not (plan.embed or plan.refresh or plan.stale):
             r.skipped += 1

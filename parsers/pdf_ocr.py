@@ -1,0 +1,196 @@
+"""Scanned PDF pages: detected per page, their text read by a local OCR engine when the
+`ocr` extra is installed.
+
+- A page is scanned when its text layer has fewer than `MIN_TEXT_CHARS` visible characters
+  and an image drawn on it covers at least `MIN_COVER` of the page (a content-stream walk
+  of `cm`/`q`/`Q`/`Do`: an image is drawn as the unit square under the CTM). A page of
+  text with a photo, or an empty page, is not.
+- The engine is RapidOCR on onnxruntime (`rapidocr-onnxruntime`, Apache-2.0), whose
+  detection, orientation and recognition models ship inside its wheel: nothing is
+  downloaded at run time. It is imported lazily, once per process; a missing or broken
+  engine is never an exception: the document gets one warning naming the extra and the
+  meta `("needs_ocr", pages)` so that an ingest report can count it.
+- The page's largest image is taken from pypdf (`page.images`), turned by the page's
+  /Rotate (a scan stored sideways and shown upright by the viewer: OCR must read it upright
+  too), scaled down to `MAX_SIDE` pixels, and read; one page at a time, so memory stays at
+  one image. Text boxes become lines (boxes whose vertical extents overlap by half, left to
+  right) in points on the page, so the PDF parser finds paragraphs from their gaps as for a
+  text layer.
+- Bounds: at most `MAX_OCR_PAGES` pages per file are read (a warning counts the rest); the
+  CLI's `--file-timeout` bounds the whole file.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
+
+#: a page with fewer visible characters than this in its text layer may be a scan
+MIN_TEXT_CHARS = 20
+#: ... when an image covers at least this share of it
+MIN_COVER = 0.5
+#: pages read by OCR per file at most (about 3 s each on two cores)
+MAX_OCR_PAGES = 200
+#: images are scaled down to this many pixels on their longer side before OCR
+MAX_SIDE = 3000
+#: boxes below this recognition score are dropped (smudges, stamps)
+MIN_SCORE = 0.5
+EXTRA = "pip install 'chunkwise[ocr]'"
+
+
+@lru_cache(maxsize=1)
+def engine() -> Callable[[Any], Any] | None:
+    """The OCR engine, or None when the `ocr` extra is not installed (or fails to load)."""
+    try:
+        from rapidocr_onnxruntime import RapidOCR
+    except Exception as e:  # ImportError, or a broken native dependency (cv2, onnxruntime)
+        logger.debug("OCR engine unavailable: %s", e)
+        return None
+    try:
+        return RapidOCR()
+    except Exception as e:  # a model that does not load is the same as no engine
+        logger.debug("OCR engine failed to start: %s", e)
+        return None
+
+
+# ---------------------------------------------------------------------------- detection
+def is_scanned(page: Any, visible_chars: int) -> bool:
+    """Whether the page is an image of text (see the module docstring)."""
+    if visible_chars >= MIN_TEXT_CHARS:
+        return False
+    try:
+        box = page.mediabox
+        area = abs(float(box.width) * float(box.height))
+        return area > 0 and _image_area(page) >= MIN_COVER * area
+    except Exception:  # a page we cannot measure is not OCR'd
+        return False
+
+
+def _image_area(page: Any) -> float:
+    """The largest area (in points) an image XObject is drawn over on the page."""
+    from pypdf.generic import ContentStream
+
+    xobjects = page["/Resources"].get_object().get("/XObject")
+    if xobjects is None:
+        return 0.0
+    xobjects = xobjects.get_object()
+    contents = page.get_contents()
+    if contents is None:
+        return 0.0
+    ops = contents.operations if isinstance(contents, ContentStream) else \
+        ContentStream(contents, page.pdf).operations
+    cm, stack, best = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0], [], 0.0
+    for operands, op in ops:
+        if op == b"q":
+            stack.append(cm)
+        elif op == b"Q" and stack:
+            cm = stack.pop()
+        elif op == b"cm" and len(operands) == 6:
+            m = [float(v) for v in operands]
+            cm = [m[0] * cm[0] + m[1] * cm[2], m[0] * cm[1] + m[1] * cm[3],
+                  m[2] * cm[0] + m[3] * cm[2], m[2] * cm[1] + m[3] * cm[3],
+                  m[4] * cm[0] + m[5] * cm[2] + cm[4], m[4] * cm[1] + m[5] * cm[3] + cm[5]]
+        elif op == b"Do" and operands:
+            x = xobjects.get(operands[0])
+            if x is not None and x.get_object().get("/Subtype") == "/Image":
+                best = max(best, abs(cm[0] * cm[3] - cm[1] * cm[2]))
+    return best
+
+
+# ---------------------------------------------------------------------------------- OCR
+def read_page(page: Any, ocr: Callable[[Any], Any]) -> list[tuple[str, float, float, float]]:
+    """The page's text lines as (text, x, y, height) in points (y up), top to bottom."""
+    import numpy as np
+
+    image = _largest_image(page)
+    if image is None:
+        return []
+    image = image.convert("RGB")
+    rotation = (page.get("/Rotate", 0) or 0) % 360
+    if rotation:  # /Rotate turns the page clockwise for display; PIL rotates anticlockwise
+        image = image.rotate(-rotation, expand=True)
+    scale = MAX_SIDE / max(image.size)
+    if scale < 1:
+        image = image.resize((round(image.width * scale), round(image.height * scale)))
+    result, _ = ocr(np.asarray(image))
+    width_pt, height_pt = _shown_size(page, rotation)
+    to_pt = width_pt / image.width
+    boxes = []
+    for points, text, score in result or ():
+        if float(score) < MIN_SCORE or not str(text).strip():
+            continue
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        boxes.append((min(ys), max(ys), min(xs), str(text).strip()))
+    lines = _lines(boxes)
+    return [(text, x0 * to_pt, height_pt - top * to_pt, (bottom - top) * to_pt * 0.8)
+            for top, bottom, x0, text in lines]
+
+
+def _largest_image(page: Any) -> Any:
+    best, best_px = None, 0
+    for image in page.images:  # decoded lazily by pypdf, one at a time
+        try:
+            w, h = image.image.size
+        except Exception:  # an image pypdf cannot decode is skipped
+            continue
+        if w * h > best_px:
+            best, best_px = image.image, w * h
+    return best
+
+
+def _shown_size(page: Any, rotation: int) -> tuple[float, float]:
+    box = page.mediabox
+    w, h = abs(float(box.width)), abs(float(box.height))
+    return (h, w) if rotation in (90, 270) else (w, h)
+
+
+def _lines(boxes: list[tuple[float, float, float, str]]) -> list[tuple[float, float, float, str]]:
+    """Boxes (top, bottom, left, text) grouped into lines: a box joins the line whose
+    vertical extent it overlaps by at least half its height; lines top to bottom, boxes
+    left to right."""
+    lines: list[list[Any]] = []  # [top, bottom, [(left, text)]]
+    for top, bottom, left, text in sorted(boxes):
+        for line in lines:
+            overlap = min(bottom, line[1]) - max(top, line[0])
+            if overlap >= 0.5 * min(bottom - top, line[1] - line[0]):
+                line[0], line[1] = min(top, line[0]), max(bottom, line[1])
+                line[2].append((left, text))
+                break
+        else:
+            lines.append([top, bottom, [(left, text)]])
+    out = []
+    for top, bottom, parts in sorted(lines, key=lambda ln: ln[0]):
+        parts.sort()
+        out.append((top, bottom, parts[0][0], " ".join(t for _, t in parts)))
+    return out
+
+
+def ocr_pages(pages: list[Any], scanned: list[int], warnings: list[str],
+              source: str) -> dict[int, list[tuple[str, float, float, float]]]:
+    """OCR lines of the scanned pages (indexes into `pages`), at most `MAX_OCR_PAGES`;
+    warnings for a missing engine, pages over the bound and pages that fail."""
+    ocr = engine()
+    if ocr is None:
+        warnings.append(f"{len(scanned)} scanned page(s) without a text layer: no OCR engine "
+                        f"installed ({EXTRA})")
+        return {}
+    if len(scanned) > MAX_OCR_PAGES:
+        warnings.append(f"OCR read the first {MAX_OCR_PAGES} of {len(scanned)} scanned pages; "
+                        f"pages {scanned[MAX_OCR_PAGES] + 1}… left without text")
+    out: dict[int, list[tuple[str, float, float, float]]] = {}
+    failed = []
+    for i in scanned[:MAX_OCR_PAGES]:
+        try:
+            out[i] = read_page(pages[i], ocr)
+        except MemoryError:
+            raise
+        except Exception as e:  # one unreadable image costs its page only
+            logger.debug("OCR of page %d of %s: %s", i + 1, source, e)
+            failed.append(f"{i + 1} ({type(e).__name__})")
+    if failed:
+        warnings.append(f"OCR failed on {len(failed)} page(s): " + "; ".join(failed[:5]))
+    return out

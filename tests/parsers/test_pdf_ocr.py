@@ -1,0 +1,71 @@
+"""Scanned PDF pages (parsers/pdf_ocr.py): without the `ocr` extra a warning naming it and
+`needs_ocr` in the meta, never an exception; with it the page's text from OCR, marked."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from chunkwise import Chunker
+from chunkwise.parsers import pdf, pdf_ocr
+from conftest import corpus_files
+
+LETTER = "docling__scanned__sample_with_rotation_mismatch.pdf"
+HAS_ENGINE = importlib.util.find_spec("rapidocr_onnxruntime") is not None
+
+
+def _scanned():
+    files = {p.name: p for p in corpus_files("pdf-tables")}
+    return [files[LETTER], files["unstructured__scanned__table-multi-row-column-cells.pdf"]]
+
+
+@pytest.mark.corpus
+def test_without_engine_warns_and_marks(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # import fails
+    pdf_ocr.engine.cache_clear()
+    try:
+        for path in _scanned():
+            doc = pdf.parse(path.read_bytes(), source=path.name)
+            meta = dict(doc.meta)
+            assert meta["needs_ocr"] == 1 and "ocr" not in meta
+            assert sum("chunkwise[ocr]" in w for w in doc.warnings) == 1
+            assert not doc.text.strip()
+    finally:
+        pdf_ocr.engine.cache_clear()
+
+
+def test_text_pages_are_not_scanned():
+    from conftest import FIXTURES
+
+    doc = pdf.parse((FIXTURES / "latex-two-column-sample.pdf").read_bytes(), source="x.pdf")
+    assert "needs_ocr" not in dict(doc.meta) and "ocr" not in dict(doc.meta)
+
+
+def test_lines_order_boxes():
+    boxes = [(10, 20, 50, "world"), (11, 21, 5, "hello"), (40, 50, 5, "next")]
+    assert [t for *_, t in pdf_ocr._lines(boxes)] == ["hello world", "next"]
+
+
+@pytest.fixture(scope="module")
+def letter():
+    if not HAS_ENGINE:
+        pytest.skip("the ocr extra (rapidocr-onnxruntime) is not installed")
+    path = _scanned()[0]
+    return pdf.parse(path.read_bytes(), source=path.name)
+
+
+@pytest.mark.corpus
+def test_ocr_reads_the_letter(letter):
+    text = letter.text
+    for words in ("SLEREXE COMPANY", "Dear Pete", "facsimile", "raster scan",
+                  "Yours sincerely", "P.J. CROSS"):
+        assert words in text, words
+    meta = dict(letter.meta)
+    assert meta["ocr"] is True and meta["ocr_pages"] == 1 and "needs_ocr" not in meta
+    assert all(("ocr", True) in s.meta for s in letter.sections if s.kind == "paragraph")
+    # upright: the /Rotate of the page was applied (read sideways it would be gibberish)
+    assert text.index("SLEREXE") < text.index("Dear Pete") < text.index("Yours sincerely")
+    chunks = Chunker().chunk_document(letter)
+    assert chunks and all(c.page_start == c.page_end == 1 for c in chunks)
