@@ -347,10 +347,16 @@ class KillingChunker:
         self.chunker = Chunker(max_tokens=256, tokenizer="minilm")
         self.fingerprint = self.chunker.fingerprint
 
-    def chunk_bytes(self, data: bytes, **kwargs):
+    def parse_bytes(self, data: bytes, **kwargs):
         if b"KILL-THE-WORKER" in data:
             os.kill(os.getpid(), signal.SIGKILL)
-        return self.chunker.chunk_bytes(data, **kwargs)
+        return self.chunker.parse_bytes(data, **kwargs)
+
+    def chunk_document(self, doc):
+        return self.chunker.chunk_document(doc)
+
+    def chunk_bytes(self, data: bytes, **kwargs):
+        return self.chunk_document(self.parse_bytes(data, **kwargs))
 
 
 def test_a_file_that_kills_its_worker_fails_alone(docs, tmp_path):

@@ -69,3 +69,41 @@ def test_ocr_reads_the_letter(letter):
     assert text.index("SLEREXE") < text.index("Dear Pete") < text.index("Yours sincerely")
     chunks = Chunker().chunk_document(letter)
     assert chunks and all(c.page_start == c.page_end == 1 for c in chunks)
+
+
+@pytest.mark.corpus
+def test_a_500_page_scan_reads_at_most_the_bound(monkeypatch):
+    """500 scanned pages: OCR reads the first MAX_OCR_PAGES (one page at a time), warns
+    for the rest, and the parse stays bounded. The engine is a stand-in that counts the
+    images it is given (this test is about the bound, not about reading)."""
+    import io
+    import resource
+    import time
+
+    from pypdf import PdfReader, PdfWriter
+
+    (path,) = [p for p in _scanned() if p.name != LETTER]
+    page = PdfReader(path).pages[0]
+    writer = PdfWriter()
+    for _ in range(500):
+        writer.add_page(page)  # the image object is shared: a small file of 500 scans
+    buf = io.BytesIO()
+    writer.write(buf)
+    seen = []
+
+    def fake(image):
+        seen.append(image.shape)
+        return [[[[0, 0], [100, 0], [100, 20], [0, 20]], f"page text {len(seen)}", 0.99]], 0.0
+
+    monkeypatch.setattr(pdf_ocr, "engine", lambda: fake)
+    monkeypatch.setattr(pdf_ocr, "MAX_OCR_PAGES", 20)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.monotonic()
+    doc = pdf.parse(buf.getvalue(), source="scan500.pdf")
+    assert time.monotonic() - t < 120
+    assert len(seen) == 20
+    assert any("OCR read the first 20 of 500 scanned pages" in w for w in doc.warnings)
+    assert dict(doc.meta)["ocr_pages"] == 20 and "page text 20" in doc.text
+    assert "page text 21" not in doc.text
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
+    assert grown_mb < 1024
