@@ -51,6 +51,14 @@ class Health:
         return not self.missing and not self.error and (
             self.searchable is None or self.searchable >= self.records)
 
+    @property
+    def usable(self) -> bool:
+        """Every vector readable and the index answers, with at most `slack` records it does
+        not reach (an HNSW graph is approximate: a freshly built one can leave a node or two
+        without an edge to it). Not `ok`, so never called healthy; plain `check` exits 0."""
+        return not self.missing and not self.error and (
+            self.searchable is None or self.searchable >= self.records - slack(self.records))
+
     def summary(self) -> str:
         """One line: `healthy`, or each thing that is wrong, with its count."""
         if self.ok:
@@ -64,7 +72,8 @@ class Health:
         elif self.searchable is not None and self.searchable < self.records:
             wrong.append(f"a query over the index reaches {self.searchable} of "
                          f"{self.records} records ({self.records - self.searchable} "
-                         f"unreachable)")
+                         f"unreachable"
+                         f"{'; check --repair rebuilds the index' if self.usable else ''})")
         return "; ".join(wrong)
 
     def to_dict(self) -> dict[str, Any]:

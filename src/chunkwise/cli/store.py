@@ -243,7 +243,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.repair and not health.ok:
             print(f"repaired: {after.records} records, healthy" if after.ok else
                   f"not repaired: {after.summary()}")
-    return 0 if after.ok else 1
+    # --repair fails while anything is still wrong; a plain check only when the collection
+    # is not usable (a vector lost, an index that does not answer, or more unreachable
+    # records than an approximate graph leaves)
+    return 0 if (after.ok if args.repair else health.usable) else 1
 
 
 # -- query ----------------------------------------------------------------------------------
