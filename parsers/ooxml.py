@@ -154,9 +154,7 @@ class Package:
         from lxml import etree
 
         data = self.read(name)
-        if b"<!DOCTYPE" in data[:4096] or b"<!ENTITY" in data[:65536]:
-            raise ParseError(self.source, f"part {name} declares a DTD or entities, which "
-                                          f"Office files never do: not read")
+        refuse_dtd(self.source, name, data)
         try:
             return etree.fromstring(data, _parser())
         except etree.XMLSyntaxError as e:
@@ -176,6 +174,14 @@ class Package:
                 target = _join(folder, target)
             out[rel.get("Id", "")] = (rel.get("Type", "").rsplit("/", 1)[-1], target)
         return out
+
+
+def refuse_dtd(source: str, part: str, data: bytes) -> None:
+    """`ParseError` for a part that declares a DTD or entities (Office never writes one):
+    asked before any XML parser sees the bytes, a tree (`Package.xml`) or a stream."""
+    if b"<!DOCTYPE" in data[:4096] or b"<!ENTITY" in data[:65536]:
+        raise ParseError(source, f"part {part} declares a DTD or entities, which Office "
+                                 f"files never do: not read")
 
 
 def _join(folder: str, target: str) -> str:

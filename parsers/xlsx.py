@@ -78,7 +78,7 @@ from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
 from chunkwise.text.splitting import SENTENCES, WORDS, RegexSplitter
 
-from .ooxml import Package
+from .ooxml import Package, refuse_dtd
 
 LEVEL_SHEET, LEVEL_TABLE, LEVEL_PARAGRAPH, LEVEL_ROW = 40, 30, 30, 20
 
@@ -249,9 +249,7 @@ def _events(source: str, part: str, data: bytes, tags: tuple[str, ...],
     what to cut from the bytes before parsing (never a `<` in a match)."""
     from lxml import etree
 
-    if b"<!DOCTYPE" in data[:4096] or b"<!ENTITY" in data[:65536]:
-        raise ParseError(source, f"part {part} declares a DTD or entities, which Office "
-                                 f"files never do: not read")
+    refuse_dtd(source, part, data)
     # exact names: a `{*}` wildcard costs lxml half as much again as the parse itself
     parser = etree.XMLPullParser(events=events, tag=[f"{ns}{t}" for t in tags for ns in _NS],
                                  resolve_entities=False, no_network=True, load_dtd=False,

@@ -48,16 +48,20 @@ class Health:
     def ok(self) -> bool:
         """Healthy: every record has a readable vector and a query over the index reaches
         every record (no slack: a record the index cannot reach is never found)."""
-        return not self.missing and not self.error and (
-            self.searchable is None or self.searchable >= self.records)
+        return self._reaches(0)
 
     @property
     def usable(self) -> bool:
         """Every vector readable and the index answers, with at most `slack` records it does
         not reach (an HNSW graph is approximate: a freshly built one can leave a node or two
         without an edge to it). Not `ok`, so never called healthy; plain `check` exits 0."""
+        return self._reaches(slack(self.records))
+
+    def _reaches(self, unreachable: int) -> bool:
+        """Every vector readable, the index answering, at most `unreachable` records it
+        does not reach."""
         return not self.missing and not self.error and (
-            self.searchable is None or self.searchable >= self.records - slack(self.records))
+            self.searchable is None or self.searchable >= self.records - unreachable)
 
     def summary(self) -> str:
         """One line: `healthy`, or each thing that is wrong, with its count."""
