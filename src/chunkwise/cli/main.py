@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import Any, Iterator, Sequence
 
-from .options import add_command, chunk_options, chunker_from, examples_epilog
+from .options import add_command, chunk_options, chunker_from, examples_epilog, walk_report
 from ..errors import ChunkwiseError, ConfigError, no_space_message
 from ..text.textio import TerminalSafeFormatter, display_name, terminal_safe
 
@@ -118,9 +118,9 @@ def _write(line: str) -> None:
 
 def _documents(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], int]:
     """(source, path or bytes) of every document named by `args.paths` (`-`: standard input,
-    which needs --format), and how many paths failed; skipped entries are printed, files of
-    unknown formats counted in one line (unless --quiet)."""
-    from ..pipeline.discover import discover, resolve_root, unsupported_summary
+    which needs --format), and how many paths failed; what the walk skipped or missed is
+    printed, one line each (`walk_report`)."""
+    from ..pipeline.discover import discover, resolve_root
 
     quiet = getattr(args, "quiet", False)
     paths = [p for p in args.paths if p != "-"]
@@ -134,19 +134,10 @@ def _documents(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], int]:
     root = getattr(args, "root", None)
     found = discover(paths, root=resolve_root(root) if root else None,
                      follow_symlinks=getattr(args, "follow_symlinks", False))
-    for name, reason in found.skipped:
-        print(f"{display_name(name)}: skipped: {reason}", file=sys.stderr)
-    for name in found.missing:
-        print(f"{display_name(name)}: no such file or directory", file=sys.stderr)
-    if found.unsupported and not quiet:
-        print(f"chunkwise: {display_name(unsupported_summary(found.unsupported))}",
-              file=sys.stderr)
+    lines, failed = walk_report(found, paths, quiet=quiet)
+    for line in lines:
+        print(display_name(line), file=sys.stderr)
     docs.extend((task.source, task.path) for task in found.files)
-    # what could not be read at all (a folder that cannot be listed) is a failure
-    failed = len(found.missing) + sum(reason.startswith("cannot") for _, reason in found.skipped)
-    if not docs and not failed and not quiet:
-        print(f"chunkwise: no documents of a supported format in "
-              f"{display_name(', '.join(paths))}", file=sys.stderr)
     return docs, failed
 
 
@@ -258,9 +249,25 @@ def _one_line(e: BaseException, path: object = None) -> str:
     return msg
 
 
+def parse(ap: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """`ap.parse_args(argv)`, except that an option no parser knows is bad usage of the
+    subcommand it follows, answered with that subcommand's usage (argparse answers every
+    unknown option with the top-level usage): `chunkwise query --bogus` prints
+    `usage: chunkwise query ...` and exits 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, extra = ap.parse_known_args(argv)
+    if extra:
+        command = getattr(args, "command", None)
+        # the top-level options come before the command; everything after it is the command's
+        before = argv[:argv.index(command)] if command in argv else argv
+        owner = ap if any(x in before for x in extra) else getattr(args, "parser", ap)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    args = parse(ap, argv)
     # --quiet: errors only (a file's warnings, e.g. syntax errors kept as text, are not)
     level = (logging.INFO if args.verbose else
              logging.ERROR if getattr(args, "quiet", False) else logging.WARNING)

@@ -1,7 +1,8 @@
 """What the `chunkwise` subcommands share: how a subcommand is declared (`add_command`: its
-help, description and examples), chunking options (`chunk`, `ingest`, `eval`) and the store's
-location (`ingest`, `check`, `query`, `eval`), kept apart from the command modules so that
-they depend on this one and not on each other."""
+help, description and examples), chunking options (`chunk`, `ingest`, `eval`), the store's
+location (`ingest`, `check`, `query`, `eval`) and what a walk of the paths given found
+(`walk_report`, `unreadable`: `chunk`, `text`, `sections`, `inspect`, `ingest`), kept apart
+from the command modules so that they depend on this one and not on each other."""
 
 from __future__ import annotations
 
@@ -25,14 +26,55 @@ def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace],
                 **kwargs: Any) -> argparse.ArgumentParser:
     """A subcommand that runs `func(args)`: `help` is its line in `chunkwise --help`, its own
     help page shows `description` (its line breaks kept, lines over 79 characters wrapped)
-    and ends with `examples_epilog(examples, notes)`; `kwargs` go to `add_parser`."""
+    and ends with `examples_epilog(examples, notes)`; `kwargs` go to `add_parser`.
+    `args.parser` is the subcommand's own parser: an error in its usage shows its usage."""
     description = "\n".join(textwrap.fill(line, 79) if len(line) > 79 else line
                             for line in description.splitlines())  # long lines wrapped
     p = subparsers.add_parser(name, help=help, description=description,
                               epilog=examples_epilog(examples, notes),
                               formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
-    p.set_defaults(func=func)
+    p.set_defaults(func=func, parser=p)
     return p
+
+
+def walk_report(found: Any, paths: Sequence[str], *, quiet: bool = False) -> tuple[list[str], int]:
+    """What a command says of a walk of `paths` (`found`: a `pipeline.discover.Discovery`), one
+    line each, and how many failures that is. A path that does not exist, or cannot be
+    listed or searched, is a failure (`name: reason`); an entry not read by choice (a FIFO,
+    a symlink out of the root) is `name: skipped: reason`. Files of no supported format are
+    counted in one line (none with `quiet`); when they are all there was, that line is a
+    failure, said even with `quiet`. An empty folder is a note (none with `quiet`), never a
+    failure."""
+    from ..pipeline.discover import unsupported_summary
+
+    lines = [f"{name}: {reason}" if unreadable(reason) else f"{name}: skipped: {reason}"
+             for name, reason in found.skipped]
+    lines += [f"{name}: no such file or directory" for name in found.missing]
+    failed = len(found.missing) + sum(unreadable(reason) for _, reason in found.skipped)
+    unsupported = unsupported_summary(found.unsupported) if found.unsupported else ""
+    if found.files or failed:
+        if unsupported and not quiet:
+            lines.append(f"chunkwise: {unsupported}")
+    elif unsupported:  # files were there, and none could be read
+        lines.append(no_documents(paths, unsupported))
+        failed += 1
+    elif not quiet:
+        lines.append(no_documents(paths))
+    return lines, failed
+
+
+def no_documents(paths: Sequence[str], unsupported: str = "") -> str:
+    """The line for paths that hold no document of a supported format; `unsupported` says
+    what they held instead (a failure), if anything (a note)."""
+    line = f"chunkwise: no documents of a supported format in {', '.join(map(str, paths))}"
+    return f"{line}: {unsupported}" if unsupported else line
+
+
+def unreadable(reason: str) -> bool:
+    """Whether a skipped entry's reason says it could not be read at all (a folder that cannot
+    be listed, a path that cannot be searched): a failure, where a FIFO or a symlink out of
+    the root is a choice."""
+    return reason.startswith("cannot")
 
 
 def budget_options(g: Any) -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .options import add_command, chunk_options, store_options, store_location
+from .options import add_command, chunk_options, store_location, store_options, walk_report
 from ..errors import ChunkwiseError, ConfigError
 from ..text.textio import display_name
 
@@ -82,9 +82,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     inspector = Inspector(args.strategies, max_tokens=args.max_tokens, tokenizer=args.tokenizer,
                           overlap=args.overlap, views=args.views, **keywords)
     found = discover(args.paths, root=resolve_root(args.root) if args.root else None)
-    errors = [f"{name}: skipped: {reason}" for name, reason in found.skipped]
-    errors += [f"{name}: no such file or directory" for name in found.missing]
-    failed = len(found.missing)
+    errors, failed = walk_report(found, args.paths)  # on stderr and at the top of the page
     reports = []
     for task in found.files:
         try:

@@ -13,7 +13,8 @@ import json
 import sys
 from typing import Any
 
-from .options import add_command, chunk_options, chunker_from, store_location, store_options
+from .options import (add_command, chunk_options, chunker_from, no_documents, store_location,
+                      store_options, unreadable)
 from ..errors import ConfigError
 from ..text.textio import display_name
 
@@ -174,10 +175,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     finally:
         for b in bars:
             b.close()
-    for source, reason in report.ignored:
-        print(f"{display_name(source)}: skipped: {reason}", file=sys.stderr)
+    failed = len(report.failed)
+    for source, reason in report.ignored:  # a folder that cannot be listed is a failure
+        failed += unreadable(reason)
+        print(f"{display_name(source)}: {'' if unreadable(reason) else 'skipped: '}{reason}",
+              file=sys.stderr)
     for source, reason in report.failed:
         print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
+    if not report.files and not failed and (report.unsupported or not args.quiet):
+        # nothing to ingest: an error where files were there and none could be read
+        files = "file" if report.unsupported == 1 else "files"
+        print(display_name(no_documents(args.paths, report.unsupported and
+                                        f"{report.unsupported} {files} of no supported "
+                                        f"format not read")), file=sys.stderr)
+        failed += bool(report.unsupported)
     if not args.quiet:
         for source, reason in report.no_text:
             print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
@@ -191,7 +202,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
     elif not args.quiet:
         print(_summary(report))
-    return 1 if report.failed else 0
+    return 1 if failed else 0
 
 
 def _summary(r: Any) -> str:
@@ -253,20 +264,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_query(args: argparse.Namespace) -> int:
     from ..chroma.store import query
 
-    where = None
-    if args.where:
-        try:
-            where = json.loads(args.where)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"--where is not valid JSON: {e}") from e
-        if not isinstance(where, dict):
-            raise ConfigError("--where must be a JSON object")
+    where = where_filter(args.where)
+    if args.expand == "section" and args.expand_tokens < 1:  # bad usage before any work
+        raise ConfigError("--expand-tokens must be a positive integer")
     hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
     if args.expand == "section":
         from ..chroma.store import expand_hits
 
-        if args.expand_tokens < 1:
-            raise ConfigError("--expand-tokens must be a positive integer")
         location = {k: v for k, v in store_location(args).items()
                     if k in ("db_path", "host", "port", "collection", "timeout")}
         hits = expand_hits(hits, tokens=args.expand_tokens, **location)
@@ -286,6 +290,28 @@ def cmd_query(args: argparse.Namespace) -> int:
     if not hits:
         print("no results", file=sys.stderr)
     return 0
+
+
+def where_filter(text: str | None) -> dict[str, Any] | None:
+    """`--where`'s JSON as a Chroma metadata filter, checked by Chroma's own validator before
+    the store is opened: bad JSON or an operator Chroma does not know (`$bogus`) is bad usage
+    (`ConfigError`, exit 2), not a failed query."""
+    if not text:
+        return None
+    try:
+        where = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"--where is not valid JSON: {e}") from e
+    if not isinstance(where, dict):
+        raise ConfigError("--where must be a JSON object, e.g. '{\"format\": \"pdf\"}'")
+    if where:  # {} is no filter
+        from chromadb.api.types import validate_where
+
+        try:
+            validate_where(where)
+        except ValueError as e:
+            raise ConfigError(f"--where is not a Chroma filter: {e}") from e
+    return where
 
 
 _CODE_KINDS = frozenset({"code", "function", "class", "method", "statement", "rows", "row",
