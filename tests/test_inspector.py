@@ -569,3 +569,84 @@ def test_inspector_chunks_with_the_views_asked_for():
         assert [(c.start, c.end, c.view) for c in view.chunks] == \
             [(c.start, c.end, c.view) for c in want]
         assert any(c.view for c in view.chunks) == (views == "default")
+
+
+# -- where you are: a 1,400 x 1,000 window ----------------------------------------------------
+#: the header's bottom, the panel's left edge, and every file link: its box, whether its text
+#: fits it, and its title
+LAYOUT = """() => {
+  const head = document.querySelector('body>header').getBoundingClientRect();
+  const panel = document.getElementById('panel').getBoundingClientRect();
+  const links = Array.from(document.querySelectorAll('header nav a'), a => {
+    const r = a.getBoundingClientRect();
+    return {text: a.textContent, title: a.title, right: r.right,
+            fits: a.scrollWidth <= a.clientWidth};
+  });
+  return {scrollWidth: document.documentElement.scrollWidth, innerWidth: innerWidth,
+          innerHeight: innerHeight, headBottom: head.bottom, panelLeft: panel.left, links};
+}"""
+#: the top of document `d`'s title, and the header's bottom
+TITLE_TOP = """(d) => [document.querySelector('#doc' + d + ' h2').getBoundingClientRect().top,
+                       document.querySelector('body>header').getBoundingClientRect().bottom]"""
+LONG_NAME = "reports/" + "quarterly_operations_review_" * 6 + "final.md"
+
+
+def _title_in_view(page, d: int) -> None:
+    page.evaluate(FIRST_FRAME_MS)  # laid out after the jump
+    top, head_bottom = page.evaluate(TITLE_TOP, d)
+    height = page.evaluate("innerHeight")
+    assert head_bottom <= top < height / 2, (d, top, head_bottom)
+
+
+def test_the_page_fits_1400px_and_jumps_stop_below_the_header(browser, tmp_path):
+    """Every fixture on one page, with a name longer than the header: no horizontal overflow,
+    every file link inside the header (not under the side panel) and readable (its text fits,
+    or its title carries the whole name), and a jump to a document (a file link, the page
+    opened at its anchor, a heading in the section tree) leaves its title below the sticky
+    header."""
+    inspector = Inspector(["structure", "fixed"])
+    paths = sorted(p for p in FIXTURES.iterdir() if p.is_file() and p.name != "SOURCES.md")
+    reports = [inspector.report(p.read_bytes(), source=p.name) for p in paths]
+    md = FIXTURES / PER_FORMAT["markdown"]
+    reports.append(inspector.report(md.read_bytes(), source=LONG_NAME))
+    page_file = write(tmp_path, "all.html", render(reports))
+    with Opened(browser, page_file, width=1400, height=1000) as o:
+        got = o.page.evaluate(LAYOUT)
+        assert got["scrollWidth"] <= got["innerWidth"] == 1400
+        assert [link["text"] for link in got["links"]] == [r.doc.source for r in reports]
+        assert all(link["right"] <= got["panelLeft"] for link in got["links"])
+        assert all(link["fits"] or link["title"] == link["text"] for link in got["links"])
+        assert not got["links"][-1]["fits"]  # the long name is cut, and whole in its title
+        last = len(reports) - 1
+        for d in (0, len(reports) // 2, last - 1, last):
+            o.page.click(f'header nav a[href="#doc{d}"]')
+            _title_in_view(o.page, d)
+        # a heading of the section tree scrolls its document up to the header, not under it
+        o.page.locator(f"#doc{last} .tree a[data-sec]").nth(1).click()
+        _title_in_view(o.page, last)
+        assert got["scrollWidth"] == o.page.evaluate("document.documentElement.scrollWidth")
+        shot = tmp_path / "inspect-1400.png"
+        o.page.screenshot(path=str(shot))
+        assert shot.stat().st_size > 50_000
+        assert o.errors == [] and o.requests == []
+    with Opened(browser, page_file, width=1400, height=1000) as o:  # opened at an anchor
+        o.page.goto(page_file.resolve().as_uri() + f"#doc{len(reports) // 3}")
+        _title_in_view(o.page, len(reports) // 3)
+
+
+def test_the_map_fits_1400px(browser, tmp_path, fixture_db):
+    """No horizontal overflow at 1,400 px, and source names in the legend readable: whole, or
+    cut with the whole name in the title (one source renamed to a name longer than the
+    legend)."""
+    cmap = read_collection(db_path=fixture_db)
+    cmap.metas[0]["source"] = LONG_NAME
+    html = render_map(cmap)
+    with Opened(browser, write(tmp_path, "map.html", html), width=1400, height=1000) as o:
+        x, y = o.page.evaluate("window.chunkwiseMap.position(0)")
+        o.page.mouse.click(x, y)  # a chunk's text in the side panel
+        assert o.page.evaluate("document.documentElement.scrollWidth") <= 1400
+        legend = o.page.eval_on_selector_all(
+            "#legend li", "es => es.map(e => [e.textContent, e.title, e.scrollWidth <= e.clientWidth])")
+        assert legend and all(fits or title == text for text, title, fits in legend)
+        assert [fits for text, _, fits in legend if text == LONG_NAME] == [False]
+        assert o.errors == [] and o.requests == []

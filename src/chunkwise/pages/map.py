@@ -156,7 +156,7 @@ header{padding:8px 14px;border-bottom:1px solid #ddd;background:#fafafa}header h
 canvas{border:1px solid #ddd;cursor:crosshair;flex:0 0 auto}
 #side{flex:1;min-width:260px;max-height:700px;overflow:auto}
 #panel dl{display:grid;grid-template-columns:auto 1fr;gap:2px 8px}#panel dt{color:#777}#panel dd{margin:0;word-break:break-word}
-#panel pre{white-space:pre-wrap;border:1px solid #ddd;padding:4px;background:#fff}
+#panel pre{white-space:pre-wrap;overflow-wrap:anywhere;border:1px solid #ddd;padding:4px;background:#fff}
 #legend{list-style:none;padding:0;font-size:12px}#legend li{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 #legend i{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:5px}
 .hint{color:#777}
@@ -186,7 +186,7 @@ function draw(){
   if(picked>=0){ctx.strokeStyle="#000";ctx.lineWidth=2;ctx.beginPath();ctx.arc(px(picked),py(picked),6,0,6.2832);ctx.stroke();}
   var lg=document.getElementById("legend");lg.textContent="";
   names.slice(0,200).forEach(function(nm,k){var li=document.createElement("li"),dot=document.createElement("i");
-    dot.style.background=fills[k];li.appendChild(dot);li.appendChild(document.createTextNode(nm||"(none)"));lg.appendChild(li);});
+    dot.style.background=fills[k];li.title=nm||"(none)";li.appendChild(dot);li.appendChild(document.createTextNode(nm||"(none)"));lg.appendChild(li);});
   if(names.length>200){var li=document.createElement("li");li.textContent="… "+(names.length-200)+" more";lg.appendChild(li);}
 }
 function el(tag,text){var e=document.createElement(tag);if(text!==undefined)e.textContent=text;return e;}
