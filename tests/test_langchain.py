@@ -146,6 +146,18 @@ def test_embeddings_are_the_ingest_embedders_vectors():
         ChunkwiseEmbeddings(device="tpu")
 
 
+def test_embeddings_warn_once_about_texts_over_the_window(caplog):
+    from chunkwise.langchain import ChunkwiseEmbeddings
+
+    emb = ChunkwiseEmbeddings()
+    long = MD.read_text(encoding="utf-8")  # thousands of tokens
+    with caplog.at_level("WARNING", logger="chunkwise.langchain"):
+        emb.embed_documents([long, "short"])
+        emb.embed_documents([long])
+    warned = [r.getMessage() for r in caplog.records if r.name == "chunkwise.langchain"]
+    assert len(warned) == 1 and warned[0].startswith("1 of 2 texts are longer than")
+
+
 def test_loader_splitter_chroma_retriever_offline(tmp_path):
     community = pytest.importorskip("langchain_community.document_loaders")
     lc_chroma = pytest.importorskip("langchain_chroma")

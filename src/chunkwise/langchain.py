@@ -244,13 +244,14 @@ class ChunkwiseEmbeddings(Embeddings):
         if not texts:
             return []
         model = self._embedder()
-        if not self._warned and model.overflowing(texts):
+        over = 0 if self._warned else model.overflowing(texts)
+        if over:  # once per object: a store embeds in many batches
             from .embeddings.minilm import MAX_TOKENS
 
             self._warned = True
             log.warning("%d of %d texts are longer than the model's %d-token window: only their "
                         "start is embedded (split with max_tokens=%d, minilm tokenizer)",
-                        model.overflowing(texts), len(texts), MAX_TOKENS, MAX_TOKENS)
+                        over, len(texts), MAX_TOKENS, MAX_TOKENS)
         return model.embed(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
