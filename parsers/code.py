@@ -37,8 +37,9 @@ tree-sitter's memory (some 40 bytes per source byte) follows the slice, not the 
 stretch over `_MAX_TREE` bytes with no such line (a minified bundle) is kept as plain text,
 sized by lines.
 
-A file whose grammar package is not installed is chunked as plain text (its `format` still
-names the language), with one warning per language and process naming the extra to install.
+A file whose grammar package is not installed (every grammar is a dependency; an install
+that lost one) is chunked as plain text (its `format` still names the language), with one
+warning per language and process naming the package to install.
 """
 
 from __future__ import annotations
@@ -74,9 +75,6 @@ _TOP_LEVEL = re.compile(rb"^(?!(?:else|elif|elsif|except|catch|finally|rescue|en
                         rb"|import|from|use|using|require|extern)\b)[A-Za-z_@$]", re.MULTILINE)
 #: lines above a cut that stay with the statement below it: comments, decorators, attributes
 _LEADS = (b"@", b"#", b"//", b"/*", b" *", b"--")
-#: the extra that installs every grammar
-EXTRA = "code"
-
 _F = frozenset
 
 
@@ -215,15 +213,15 @@ LANGUAGES: dict[str, Lang] = {lang.name: lang for lang in (
 # -- grammars ---------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def grammar(name: str) -> Any:
-    """The tree-sitter `Language` of a format; `MissingDependencyError` naming the extra when
-    its grammar package is not installed."""
+    """The tree-sitter `Language` of a format; `MissingDependencyError` naming the package
+    when its grammar is not installed (a dependency of chunkwise: a broken install)."""
     lang = LANGUAGES[name]
     try:
         from tree_sitter import Language
 
         module = importlib.import_module(lang.module)
     except ImportError as e:
-        raise MissingDependencyError(lang.package, EXTRA) from e
+        raise MissingDependencyError(lang.package) from e
     return Language(getattr(module, lang.function)())
 
 

@@ -7,15 +7,16 @@ document (a TOML file is one), a `table` per TOML `[table]` or `[[array.element]
 text is the decoded file; tree-sitter's byte offsets become `str` indices through
 `chunkwise.text.textio.ByteOffsets`.
 
-The grammars come from the `data` extra (`tree-sitter-yaml`, `tree-sitter-toml`). Without
-one, or for a file tree-sitter cannot read (a Helm chart's `{{ .Values.x }}` templates are
-not YAML; a templated TOML is not TOML), the file is chunked as text, by lines, with one
-warning that says why: a broken configuration file stays searchable. TOML is first checked
-with `tomllib` (Python 3.11+), whose reason the warning gives. Aliases (`*a`) are never
-expanded: a YAML "billion laughs" file is read in time linear in its size. The walk is an
-explicit stack; sections stop at `MAX_DEPTH` levels and `MAX_SECTIONS` entries; files over
-`_MAX_TREE` characters, and YAML indented deeper than `_MAX_INDENT` columns (which crashes
-tree-sitter-yaml's scanner), are not given to tree-sitter (chunked by lines, with a warning).
+The grammars are dependencies of chunkwise (`tree-sitter-yaml`, `tree-sitter-toml`). Without
+one (an install that lost it), or for a file tree-sitter cannot read (a Helm chart's
+`{{ .Values.x }}` templates are not YAML; a templated TOML is not TOML), the file is chunked
+as text, by lines, with one warning that says why: a broken configuration file stays
+searchable. TOML is first checked with `tomllib` (Python 3.11+), whose reason the warning
+gives. Aliases (`*a`) are never expanded: a YAML "billion laughs" file is read in time
+linear in its size. The walk is an explicit stack; sections stop at `MAX_DEPTH` levels and
+`MAX_SECTIONS` entries; files over `_MAX_TREE` characters, and YAML indented deeper than
+`_MAX_INDENT` columns (which crashes tree-sitter-yaml's scanner), are not given to
+tree-sitter (chunked by lines, with a warning).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def parse_tree(data: bytes, *, source: str, grammar: Grammar,
     why = invalid
     if why is None and parser is None:
         why = (f"the {grammar.format.upper()} grammar is not installed "
-               "(pip install 'chunkwise[data]')")
+               f"(pip install {grammar.module.replace('_', '-')})")
     if why is None and len(text) > _MAX_TREE:
         why = f"longer than {_MAX_TREE} characters"
     if why is None and grammar.indented and _DEEP_INDENT.search(text):

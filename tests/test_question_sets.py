@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.evaluation.eval import load_questions
-
 from conftest import CORPUS
+from pdftext import located_questions
 
 DATA = Path(__file__).resolve().parent / "data"
 QFILE = DATA / "questions_code_tables.jsonl"
 
 
-def test_code_tables_question_set_is_valid():
+def test_code_tables_question_set_is_valid(tmp_path):
     if not CORPUS.is_dir():
         pytest.skip(f"shared corpus not present ({CORPUS})")
     rows = [json.loads(l) for l in QFILE.read_text(encoding="utf-8").splitlines() if l.strip()]
@@ -35,7 +34,7 @@ def test_code_tables_question_set_is_valid():
         folder = r["source"].split("/")[0]
         assert folder == {"code": "code", "csv": "csv"}.get(r["kind"], folder)
         assert r["kind"] != "table" or folder in ("markdown", "html", "pdf")
-    qs = load_questions(QFILE, root=CORPUS)  # every excerpt located exactly once
+    qs, _ = located_questions(QFILE, CORPUS, tmp_path)  # every excerpt located exactly once
     for q in qs.questions:
         text = qs.texts[q.path]
         assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
@@ -48,7 +47,7 @@ OFFICE_FOLDERS = {"docx": "office", "pptx": "office", "xlsx": "office",
                   "pdf-table": "pdf-tables", "scanned": "pdf-tables"}
 
 
-def test_office_question_set_is_valid():
+def test_office_question_set_is_valid(tmp_path):
     """Office files and PDF tables (tests/data/questions_office.jsonl, issue 29): every file of
     office/ and pdf-tables/ asked about, by format, with a held-out part; the scanned PDFs'
     excerpts are OCR text, so the set needs the `ocr` extra."""
@@ -74,7 +73,7 @@ def test_office_question_set_is_valid():
     for folder in ("office", "pdf-tables"):
         files = {f"{folder}/{p.name}" for p in (CORPUS / folder).iterdir() if p.is_file()}
         assert files <= cited, f"no question on {sorted(files - cited)}"
-    qs = load_questions(OFFICE, root=CORPUS)  # every excerpt located exactly once
+    qs, _ = located_questions(OFFICE, CORPUS, tmp_path)  # every excerpt located exactly once
     for q in qs.questions:
         text = qs.texts[q.path]
         assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"

@@ -5,7 +5,8 @@ network) and the test command (it is what runs this). Then the LlamaIndex recipe
 to end: a second run in a new process embeds nothing, plain chromadb `query_texts` works on its
 collection after `import chunkwise`, `chunkwise query` answers on it with cosine distances, the
 `chunkwise ingest` collection reads back through `ChromaVectorStore` as nodes with `ref_doc_id`
-and PREV/NEXT, and both routes hold the same number of chunks."""
+and PREV/NEXT, and both routes hold the same number of chunks. The LangChain recipe runs
+PyPDFLoader, the splitter, `langchain_chroma.Chroma` and a retriever, offline."""
 
 from __future__ import annotations
 
@@ -95,6 +96,12 @@ def test_readme_commands_do_what_it_says(readme_run):
     recipe = next(p for c, p in out.items() if "IngestionPipeline" in c)
     assert re.search(r"^\d+ nodes embedded$", recipe.stdout, re.M)
     assert "httpd__mod__mod_dir.html |" in recipe.stdout
+    # offline, `Settings.llm = None`: the query engine answers from the retrieved node
+    assert re.search(r"^httpd__mod__mod_dir.html$", recipe.stdout, re.M)
+    # the LangChain recipe: PyPDFLoader's pages split as text, pages kept, into Chroma with
+    # chunkwise's model (no download); the table of countries is on page 3
+    lc = next(p for c, p in out.items() if "langchain_chroma" in c)
+    assert lc.stdout.split()[:2] == ["fixtures/latex-two-column-sample.pdf", "3"]
 
 
 def _chunk_count() -> int:

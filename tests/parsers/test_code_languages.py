@@ -317,7 +317,7 @@ def test_header_too_long_for_the_budget_is_cut_between_parameters_only():
 # -- grammars missing ---------------------------------------------------------------------------
 def test_missing_grammar_is_text_with_one_warning(monkeypatch):
     def missing(name):
-        raise MissingDependencyError(f"tree-sitter-{name}", code_parser.EXTRA)
+        raise MissingDependencyError(f"tree-sitter-{name}")
 
     monkeypatch.setattr(code_parser, "grammar", missing)
     monkeypatch.setattr(code_parser, "_warned", set())
@@ -325,7 +325,7 @@ def test_missing_grammar_is_text_with_one_warning(monkeypatch):
     first = get_parser("go")(data, source="a.go")
     second = get_parser("go")(data, source="b.go")
     assert first.format == "go" and first.sections
-    assert [w for w in first.warnings if "chunkwise[code]" in w] and not second.warnings
+    assert [w for w in first.warnings if "pip install tree-sitter-go" in w] and not second.warnings
     check_contract(data, "a.go", Chunker(max_tokens=128))
 
 

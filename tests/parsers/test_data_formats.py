@@ -277,12 +277,12 @@ def test_invalid_yaml_and_toml_are_chunked_as_text_with_a_warning(mod, src, why)
     assert "".join(c.text for c in chunks).replace("\n", "") == src.replace("\n", "")
 
 
-def test_missing_grammar_is_text_with_a_warning_naming_the_extra(monkeypatch):
+def test_missing_grammar_is_text_with_a_warning_naming_the_package(monkeypatch):
     from chunkwise.parsers import data_tree
 
     monkeypatch.setattr(data_tree, "_parser", lambda module: None)
     doc = yaml.parse(WORKFLOW.read_bytes(), source=WORKFLOW.name)
-    assert doc.warnings == ("the YAML grammar is not installed (pip install 'chunkwise[data]'): "
+    assert doc.warnings == ("the YAML grammar is not installed (pip install tree-sitter-yaml): "
                             "chunked as text, by lines",)
     check_contract(WORKFLOW.read_bytes(), WORKFLOW.name, Chunker(max_tokens=64))
 
