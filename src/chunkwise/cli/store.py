@@ -251,7 +251,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 # -- query ----------------------------------------------------------------------------------
 def cmd_query(args: argparse.Namespace) -> int:
-    from ..chroma.store import query
+    from ..chroma.queries import query
 
     where = None
     if args.where:
@@ -263,7 +263,7 @@ def cmd_query(args: argparse.Namespace) -> int:
             raise ConfigError("--where must be a JSON object")
     hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
     if args.expand == "section":
-        from ..chroma.store import expand_hits
+        from ..chroma.queries import expand_hits
 
         if args.expand_tokens < 1:
             raise ConfigError("--expand-tokens must be a positive integer")

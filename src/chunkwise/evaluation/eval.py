@@ -523,7 +523,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
 
     Raises `QuestionsError` when a question's source is not in the collection, `StoreError`
     when the collection cannot be read, `ConfigError` for an unknown `relevance`."""
-    from ..chroma.store import RETRY_DELAYS, iter_collection, query, search_exact
+    from ..chroma.queries import iter_collection, query, search_exact
+    from ..chroma.store import RETRY_DELAYS
 
     ks = parse_ks(ks)
     check_relevance(relevance)
