@@ -37,7 +37,7 @@ def fixtures_dir() -> Path:
 @pytest.fixture
 def tiktoken_encoded(monkeypatch) -> list[int]:
     """The length of every text tiktoken encodes while the test runs (an index built before
-    keeps the methods it bound: clear `_tiktoken_builder`'s cache to count its builds)."""
+    keeps the methods it bound: clear `tiktoken_builder`'s cache to count its builds)."""
     import tiktoken
 
     encoded: list[int] = []

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from chunkwise.chunking.api import Chunker
-from chunkwise.chroma.store import (RESERVED_KEYS, SourceState, StoreError, chunk_metadata,
-                                    flatten_metadata, iter_collection, query)
+from chunkwise.chroma.queries import iter_collection, query
+from chunkwise.chroma.records import RESERVED_KEYS, chunk_metadata
+from chunkwise.chroma.store import SourceState
+from chunkwise.errors import StoreError
+from chunkwise.metadata import flatten_metadata
 from chunkwise.pipeline.discover import discover
 from chunkwise.model import Chunk
 from chunkwise.pipeline.runner import ingest, plan_file

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from chunkwise.chunking.api import Chunker
-from chunkwise.chroma.store import iter_collection
+from chunkwise.chroma.queries import iter_collection
 from chunkwise.pipeline.discover import discover
 from chunkwise.pipeline.runner import ingest
 

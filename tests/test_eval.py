@@ -405,7 +405,7 @@ def test_eval_question_source_missing_from_collection(fixture_db, tmp_path):
 def test_search_exact_agrees_with_chroma_and_is_repeatable(fixture_db):
     """Brute force over the stored vectors finds what Chroma's HNSW finds on a collection
     this small (where its search is effectively exact), with the same cosine distances."""
-    from chunkwise.chroma.store import query, search_exact
+    from chunkwise.chroma.queries import query, search_exact
 
     questions = [json.loads(l)["question"]
                  for l in (DATA / "fixture_questions.jsonl").read_text().splitlines()][:4]

@@ -10,7 +10,7 @@ from chunkwise.chunking.api import Chunker, parse_bytes
 from chunkwise.chunking.fitter import Fitter, Policy
 from chunkwise.sizing.sizers import Sizer, get_sizer
 from chunkwise.text.splitting import longest_fit
-from chunkwise.sizing.tokenindex import _tiktoken_builder
+from chunkwise.sizing.tiktoken_index import tiktoken_builder
 
 from conftest import FIXTURES
 
@@ -36,13 +36,13 @@ def test_pieces_count_exactly_within_the_budget(fixture, name, budget):
 def test_fitting_encodes_the_document_about_once(monkeypatch, tiktoken_encoded):
     """The index encodes the whole text once; exact counts re-encode only a chunk's ends."""
     encoded = tiktoken_encoded
-    _tiktoken_builder.cache_clear()  # rebuild with the counting methods
+    tiktoken_builder.cache_clear()  # rebuild with the counting methods
     try:
         doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
         pieces = Fitter(get_sizer("cl100k_base"), 256).fit(doc)
     finally:
         monkeypatch.undo()
-        _tiktoken_builder.cache_clear()
+        tiktoken_builder.cache_clear()
     assert len(pieces) > 100
     assert sum(encoded) < 1.2 * len(doc.text)
 
@@ -220,12 +220,12 @@ def test_a_long_leaf_packed_a_window_at_a_time_gives_the_chunks_of_all_at_once(
     import random
 
     import chunkwise.chunking.fitter as fitter
-    import chunkwise.sizing.tokenindex as tokenindex
+    import chunkwise.sizing.tiktoken_index as tiktoken_index
 
     rng = random.Random(seed)
     doc = parse_bytes(_words(rng, rng.choice([500, 5000, 20000])).encode(), source=source)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tokenindex, "_GAP", gap)
+        mp.setattr(tiktoken_index, "_GAP", gap)
         mp.setattr(fitter, "_WINDOW", 1 << 60)
         whole = _plan(doc, name, budget)
         mp.setattr(fitter, "_WINDOW", 1)

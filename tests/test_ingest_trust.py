@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.chroma.store import StoreError, iter_collection
+from chunkwise.chroma.queries import iter_collection
+from chunkwise.errors import StoreError
 from chunkwise.pipeline.discover import discover
 from chunkwise.errors import ConfigError
 from chunkwise.chroma.locking import LockedError, WriteLock

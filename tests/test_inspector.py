@@ -410,7 +410,7 @@ def test_pca_projects_onto_the_leading_axes():
 
 
 def test_map_of_a_real_collection(browser, tmp_path, fixture_db):
-    from chunkwise.chroma.store import iter_collection
+    from chunkwise.chroma.queries import iter_collection
 
     stored = {i: m for i, _, m in iter_collection(db_path=fixture_db)}
     cmap = read_collection(db_path=fixture_db)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.chroma.store import query
+from chunkwise.chroma.queries import query
 from chunkwise.pipeline.runner import ingest
 
 from conftest import CORPUS

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkwise.chroma.store import iter_collection
+from chunkwise.chroma.queries import iter_collection
 from chunkwise.errors import ConfigError
 from chunkwise.pipeline.runner import ingest
 

@@ -117,14 +117,14 @@ def test_wordpiece_index_in_blocks_is_one_pass(name, block):
     the token ends are those of one encode of the whole text."""
     from tokenizers import Tokenizer
 
-    from chunkwise.sizing.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.wordpiece_index import wordpiece_builder
 
     text = (FIXTURES / name).read_bytes().decode("utf-8", "replace")
     tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
     tok.no_truncation()
     tok.no_padding()
     whole = [e for _, e in tok.encode(text, add_special_tokens=False).offsets]
-    ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, block)
+    ends = wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, block)
     assert ends.tolist() == whole
 
 
@@ -148,7 +148,7 @@ def hf_encoded(monkeypatch):
     the test are asked to encode."""
     import tokenizers
 
-    from chunkwise.sizing.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.wordpiece_index import wordpiece_builder
 
     lengths: list[int] = []
     real = tokenizers.Tokenizer
@@ -169,10 +169,10 @@ def hf_encoded(monkeypatch):
             return getattr(self._tok, name)
 
     monkeypatch.setattr(tokenizers, "Tokenizer", Recording)
-    _wordpiece_builder.cache_clear()
+    wordpiece_builder.cache_clear()
     yield lengths
     monkeypatch.undo()
-    _wordpiece_builder.cache_clear()
+    wordpiece_builder.cache_clear()
 
 
 def _one_pass_ends(text: str) -> list[int]:
@@ -197,10 +197,10 @@ def test_wordpiece_index_cut_inside_words_is_one_pass(block):
     """Without ASCII whitespace, blocks are cut after punctuation, or inside a run of letters
     and digits too long to be anything but one [UNK]: the token ends are still those of one
     encode of the whole text."""
-    from chunkwise.sizing.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.wordpiece_index import wordpiece_builder
 
     rng = random.Random(block)
-    build = _wordpiece_builder(str(minilm_tokenizer_path()))
+    build = wordpiece_builder(str(minilm_tokenizer_path()))
     for _ in range(150):
         text = "".join(rng.choice(UNSPACED + [" ", "\n"]) for _ in range(rng.randint(1, 60)))
         assert build.token_ends(text, block).tolist() == _one_pass_ends(text), text
@@ -219,9 +219,9 @@ def test_wordpiece_index_cut_inside_words_is_one_pass(block):
 def test_wordpiece_index_of_text_without_whitespace_encodes_bounded_blocks(text, hf_encoded):
     """A long text without ASCII whitespace is encoded in blocks of about the size asked
     for (at most 1.5 times it), not in one call: memory stays bounded."""
-    from chunkwise.sizing.tokenindex import _wordpiece_builder
+    from chunkwise.sizing.wordpiece_index import wordpiece_builder
 
-    ends = _wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
+    ends = wordpiece_builder(str(minilm_tokenizer_path())).token_ends(text, 1000)
     assert max(hf_encoded) <= 1500
     assert ends.tolist() == _one_pass_ends(text)
 
@@ -232,7 +232,7 @@ def test_wordpiece_cuts_keep_only_the_rules_the_tokenizer_keeps():
     one, and the index is still one pass."""
     from tokenizers import Tokenizer, normalizers
 
-    from chunkwise.sizing.tokenindex import _ASCII_PUNCT, _PUNCT_OR_CJK, _WordCuts
+    from chunkwise.sizing.wordpiece_index import _ASCII_PUNCT, _PUNCT_OR_CJK, _WordCuts
 
     tok = Tokenizer.from_file(str(minilm_tokenizer_path()))
     cuts = _WordCuts([], 100, True, False, cjk=True)
@@ -253,7 +253,7 @@ def test_tiktoken_index_with_gaps_counts_exactly(name, monkeypatch):
     """Stretches without anchors are left out of the tiktoken index (here from 16
     characters on): counts stay exact, and each estimate is the one of a full index or a
     lower bound of it over `enough`."""
-    import chunkwise.sizing.tokenindex as ti
+    import chunkwise.sizing.tiktoken_index as ti
 
     rng = random.Random(name)
     sizer = get_sizer(name)
@@ -281,7 +281,7 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
     """A run of letters is one tiktoken piece, merged with work arrays of some 45 bytes a
     byte: the index leaves it out, the fitter splits it at characters counting only its
     pieces, and the chunks are those of a full index."""
-    import chunkwise.sizing.tokenindex as ti
+    import chunkwise.sizing.tiktoken_index as ti
     from chunkwise.chunking.api import parse_bytes
     from chunkwise.chunking.fitter import Fitter
 

@@ -128,7 +128,7 @@ def test_query_expand_section_returns_the_section_around_the_hit(tmp_path):
     """Real Chroma; the embedder does not matter to expansion (a mock one)."""
     from llama_index.core.embeddings import MockEmbedding
 
-    from chunkwise.chroma.store import expand_hits, iter_collection, query
+    from chunkwise.chroma.queries import expand_hits, iter_collection, query
     from chunkwise.pipeline.runner import ingest
 
     src = tmp_path / "docs"

@@ -16,27 +16,14 @@ Competitors are optional: `pip install langchain-text-splitters chonkie`.
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
-import time
 from pathlib import Path
 
 from chunkwise import Chunker
 from chunkwise.sizing.sizers import tiktoken_encoding
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def timed(fn, runs: int) -> float:
-    """Median wall time of `runs` calls, after a full collection so that no contender pays
-    for the garbage another one left (timeit goes further and disables the collector)."""
-    gc.collect()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def competitors(enc, budget: int) -> dict:
@@ -78,20 +65,21 @@ def main() -> None:
             data = f.read_bytes()
             text = data.decode("utf-8", "replace")
             size += len(data)
-            ref = timed(lambda: enc.encode_ordinary(text), args.runs)
+            ref = timed(lambda: enc.encode_ordinary(text), args.runs, collect="once")
             ratios["chunkwise"].append(
-                timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs) / ref)
+                timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs,
+                      collect="once") / ref)
             for name, fn in others.items():
-                ratios[name].append(timed(lambda: fn(text), args.runs) / ref)
+                ratios[name].append(timed(lambda: fn(text), args.runs, collect="once") / ref)
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
         print(f"{fmt:10} {len(files):>5} {size / 1e6:>6.2f} {cells}")
     # linear growth: whole corpus text once, twice, three times
     files = sorted((args.corpus / "text").glob("*.txt"))
     base = "\n\n".join(f.read_text("utf-8", "replace") for f in files)
-    t1 = timed(lambda: chunker.chunk_text(base), 3)
+    t1 = timed(lambda: chunker.chunk_text(base), 3, collect="once")
     for k in (2, 3):
         big = "\n\n".join([base] * k)
-        tk = timed(lambda: chunker.chunk_text(big), 3)
+        tk = timed(lambda: chunker.chunk_text(big), 3, collect="once")
         print(f"linear growth: {k}x the text takes {tk / t1:.2f}x the time")
 
 

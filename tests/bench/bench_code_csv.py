@@ -21,9 +21,7 @@ import argparse
 import ast
 import csv
 import io
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -35,17 +33,9 @@ parse_python = parser_for("python")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lines import LineIndex  # noqa: E402 (the tests' own line index)
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def timed(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def code_splitter(tokenizer: Callable[[str], list], budget: int):

@@ -15,26 +15,14 @@ chunk / tree-sitter (all three timed in the same process, so the ratios compare 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
-from typing import Callable
 
 from chunkwise import Chunker
 from chunkwise.parsers import detect_format, get_parser
 from chunkwise.parsers import code as code_parser
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def timed(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm: grammars loaded, tokenizer built
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def files_by_language(folders: list[Path]) -> dict[str, list[Path]]:
@@ -67,11 +55,11 @@ def main() -> None:
         datas = [p.read_bytes() for p in paths]
         ts = Parser(code_parser.grammar(fmt))
         parse = get_parser(fmt)
-        t_ts = timed(lambda: [ts.parse(d) for d in datas], args.runs)
+        t_ts = timed(lambda: [ts.parse(d) for d in datas], args.runs, warm=True)
         t_parse = timed(lambda: [parse(d, source=p.name) for d, p in zip(datas, paths)],
-                        args.runs)
+                        args.runs, warm=True)
         t_chunk = timed(lambda: [chunker.chunk_document(parse(d, source=p.name))
-                                 for d, p in zip(datas, paths)], args.runs)
+                                 for d, p in zip(datas, paths)], args.runs, warm=True)
         n = sum(len(chunker.chunk_document(parse(d, source=p.name)))
                 for d, p in zip(datas, paths))
         kb = sum(map(len, datas)) / 1024

@@ -17,25 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 from pathlib import Path
 from typing import Callable
 
 from chunkwise import Chunker
 from chunkwise.parsers import get_parser
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
-
-
-def timed(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def tree_sitter_parse(module: str) -> Callable[[bytes], object]:

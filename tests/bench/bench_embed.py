@@ -31,6 +31,7 @@ import numpy as np
 from chunkwise import Chunker
 from chunkwise.pipeline.discover import iter_files
 from chunkwise.embeddings.functions import MiniLMEmbedder, default_model_path, default_tokenizer_path
+from _timing import timed_result as timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,15 +55,6 @@ def sample_chunks(corpus: Path, n: int) -> list[str]:
     texts = [c.embed_text for p in iter_files([corpus]) for c in chunker.chunk_file(p)]
     random.Random(0).shuffle(texts)
     return texts[:n]
-
-
-def timed(fn, runs: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def bench_embedding(texts: list[str], runs: int) -> None:

@@ -20,24 +20,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "html"
-
-
-def _median_time(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        gc.collect()  # the previous run's tree is cyclic garbage: don't bill its collection here
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _nogc(fn, *args):
@@ -97,13 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         data = path.read_bytes()
         src = str(path)
         text = data.decode("utf-8", errors="replace")
-        t_bs4 = _median_time(lambda: BeautifulSoup(data, "lxml"), args.runs)
-        t_str = _median_time(lambda: _nogc(BeautifulSoup, text, "lxml"), args.runs)
-        t_parse = _median_time(lambda: parse(data, source=src), args.runs)
+        t_bs4 = timed(lambda: BeautifulSoup(data, "lxml"), args.runs, collect="each")
+        t_str = timed(lambda: _nogc(BeautifulSoup, text, "lxml"), args.runs, collect="each")
+        t_parse = timed(lambda: parse(data, source=src), args.runs, collect="each")
         t_chunk = float("nan")
         if chunker is not None:
-            t_chunk = _median_time(
-                lambda: chunker.chunk_document(parse(data, source=src)), args.runs)
+            t_chunk = timed(
+                lambda: chunker.chunk_document(parse(data, source=src)), args.runs,
+                collect="each")
         totals["bytes"] += len(data)
         totals["bs4"] += t_bs4
         totals["str"] += t_str

@@ -18,26 +18,14 @@ the fixtures. MarkItDown missing: its columns say so.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
-from typing import Callable
 
 from chunkwise import Chunker
 from chunkwise.parsers import detect_format, get_parser
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ("docx", "pptx", "xlsx", "pdf")
-
-
-def timed(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm: imports, tokenizer
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def files_by_format(folders: list[Path]) -> dict[str, list[Path]]:
@@ -74,11 +62,11 @@ def main() -> None:
         data = [(p, p.read_bytes()) for p in files]
         mb = sum(len(d) for _, d in data) / 1e6
         parse = get_parser(fmt)
-        t_parse = timed(lambda: [parse(d, source=p.name) for p, d in data], args.runs)
+        t_parse = timed(lambda: [parse(d, source=p.name) for p, d in data], args.runs, warm=True)
         t_chunk = timed(lambda: [chunker.chunk_bytes(d, source=p.name) for p, d in data],
-                        args.runs)
+                        args.runs, warm=True)
         if mid is not None:
-            t_mid = timed(lambda: [mid.convert(str(p)) for p, _ in data], args.runs)
+            t_mid = timed(lambda: [mid.convert(str(p)) for p, _ in data], args.runs, warm=True)
             ratios = f"{t_mid * 1e3:.0f} | {t_parse / t_mid:.2f} | {t_chunk / t_mid:.2f}"
         else:
             ratios = "not installed | - | -"

@@ -16,26 +16,16 @@ from __future__ import annotations
 import argparse
 import io
 import logging
-import statistics
-import time
 from pathlib import Path
 
 import pypdf
 
 from chunkwise import Chunker
 from chunkwise.parsers import pdf
+from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT.parent / "shared" / "corpus" / "pdf"
-
-
-def timed(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def pypdf_extract(data: bytes) -> int:

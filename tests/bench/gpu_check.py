@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _timing import timed_result as timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -143,15 +144,6 @@ def cosines(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     cos = np.sum(a.astype(np.float64) * b, axis=1)
     return {"min": round(float(cos.min()), 6), "mean": round(float(cos.mean()), 6),
             "ok": bool(cos.min() >= MIN_COSINE)}
-
-
-def timed(fn, runs: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def sync() -> None:

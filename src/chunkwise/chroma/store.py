@@ -1,53 +1,34 @@
 """The Chroma store: connecting (embedded or a `chroma run` server, every call bounded in
-time and retried while the server is unreachable), the one collection chunkwise writes, the
-metadata it stores with each chunk, and queries.
+time and retried while the server is unreachable), opening or creating the one collection
+chunkwise writes (checked against the embedder its vectors came from), and `Store`, which
+writes records in batches and reads what is stored per source for incremental runs.
 
-    >>> from chunkwise.chroma import query
-    >>> hits = query("how do I configure retries?", db_path="chunkwise-db", k=5)
-
-Writing a folder into a collection is the ingestion pipeline's job (`chunkwise.pipeline`);
-this module only stores and reads.
+The records themselves are `records`; reading a collection for answers is `queries`;
+writing a folder into a collection is the ingestion pipeline's job (`chunkwise.pipeline`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path, PurePath
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ChunkwiseError, ConfigError, StoreError, no_space_message
-from ..metadata import flatten_metadata
-from ..model import Chunk
-from ..text.textio import source_name
+from .records import SCHEMA
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = "chunkwise-db"
 DEFAULT_COLLECTION = "chunkwise"
-#: bump when the stored metadata layout changes: every file is then rewritten once
-SCHEMA = "3"
 #: HNSW candidates kept while searching (Chroma's default, 10, misses true neighbours of
 #: k = 5 queries in collections of a few thousand chunks; 100 costs little at query time)
 HNSW_EF_SEARCH = 100
 #: seconds to wait before each retry of a store call that failed to reach the server
 RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
-#: metadata keys chunkwise writes; chunk meta keys equal to these are stored as `meta.<key>`
-RESERVED_KEYS = frozenset({
-    "source", "format", "start", "end", "chunk_index", "chunk_count", "record_count",
-    "repeats", "repeat_starts", "repeat_ends", "tokens", "context",
-    "section_path", "section_path_list", "kinds", "page_start", "page_end", "content_hash",
-    "options", "embed_hash", "_node_content", "_node_type", "document_id", "doc_id",
-    "ref_doc_id", "parent_id", "parent_start", "parent_end", "parent_path",
-})
-#: the chunk fields a LlamaIndex node read back from the store carries as its metadata
-NODE_METADATA = ("source", "format", "section_path", "page_start", "page_end", "kinds",
-                 "tokens", "context")
 _COLLECTION_EMBEDDER = "chunkwise_embedder"
 _COLLECTION_SPEC = "chunkwise_embedder_spec"
 #: collection metadata: the folder (absolute) every stored `source` is relative to
@@ -56,125 +37,10 @@ COLLECTION_ROOT = "chunkwise_root"
 DEFAULT_TIMEOUT = 60.0
 
 
-# -- results -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Hit:
-    """One query result."""
-
-    id: str
-    source: str
-    text: str
-    distance: float
-    section_path: tuple[str, ...]
-    page_start: int | None
-    page_end: int | None
-    context: str
-    metadata: dict[str, Any]
-    space: str = "cosine"
-    """The collection's distance: `cosine` (1 - cosine similarity), `l2` (squared) or `ip`."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "source": self.source, "distance": self.distance,
-                "space": self.space,
-                "section_path": list(self.section_path), "page_start": self.page_start,
-                "page_end": self.page_end, "context": self.context, "text": self.text,
-                "metadata": self.metadata}
-
-
-# -- metadata -------------------------------------------------------------------------------
 def hnsw_configuration() -> dict[str, Any]:
     """The index configuration of every collection chunkwise creates (a new dict each time:
     Chroma may keep what it is given)."""
     return {"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH}}
-
-
-def embed_hash(text: str) -> str:
-    """The key under which a vector is reused: sha256 of the exact text embedded."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-#: locations of a repeated chunk listed in its record at most (`repeats` counts them all)
-MAX_REPEAT_LOCATIONS = 1000
-
-
-def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
-                   options: str, prev_id: str | None = None,
-                   next_id: str | None = None, embed_key: str | None = None,
-                   records: int | None = None,
-                   repeats: Sequence[Chunk] = ()) -> dict[str, Any]:
-    """The flat metadata stored with a chunk: its contract fields, its position in the file,
-    the file's hash and options (for incremental runs), the hash of its embed text (to reuse
-    its vector), the chunk's own meta, and the keys through which LlamaIndex's
-    `ChromaVectorStore` reads the record as a node (`llama_index_keys`).
-
-    `repeats`: the file's later chunks with the same embed text, which this record stands
-    for (`repeats` = how many chunks it stands for, `repeat_starts`/`repeat_ends` the spans
-    of the others, at most `MAX_REPEAT_LOCATIONS`); `records`: how many records the file
-    has, stored only when repeats make it fewer than its chunks."""
-    meta: dict[str, Any] = {
-        "source": chunk.source, "format": chunk.format, "start": chunk.start, "end": chunk.end,
-        "chunk_index": index, "chunk_count": count, "tokens": chunk.tokens,
-        "context": chunk.context, "section_path": " > ".join(chunk.section_path),
-        "content_hash": content_hash, "options": options,
-        "embed_hash": embed_key or embed_hash(chunk.embed_text),
-    }
-    if records is not None and records != count:
-        meta["record_count"] = records
-    if repeats:
-        meta["repeats"] = 1 + len(repeats)
-        meta["repeat_starts"] = [c.start for c in repeats[:MAX_REPEAT_LOCATIONS]]
-        meta["repeat_ends"] = [c.end for c in repeats[:MAX_REPEAT_LOCATIONS]]
-    if chunk.section_path:
-        meta["section_path_list"] = list(chunk.section_path)
-    if chunk.kinds:
-        meta["kinds"] = list(chunk.kinds)
-    if chunk.page_start is not None:
-        meta["page_start"] = chunk.page_start
-    if chunk.page_end is not None:
-        meta["page_end"] = chunk.page_end
-    if chunk.parent is not None:
-        meta["parent_id"], meta["parent_start"], meta["parent_end"], path = chunk.parent
-        meta["parent_path"] = " > ".join(path)
-    extra = flatten_metadata(chunk.meta)
-    for key, value in extra.items():
-        meta[f"meta.{key}" if key in RESERVED_KEYS else key] = value
-    meta.update(llama_index_keys(chunk, meta, prev_id, next_id))
-    return meta
-
-
-def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
-                     next_id: str | None) -> dict[str, str]:
-    """What LlamaIndex's vector stores write beside a node (`node_to_metadata_dict`), for a
-    chunk: `_node_content` (the node as JSON, text left out: Chroma holds it), `_node_type`
-    and the document id under its three names. A record written by `chunkwise ingest` is
-    then read by `ChromaVectorStore` as the node `ChunkwiseNodeParser` makes of the chunk:
-    `ref_doc_id` = the source, SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk
-    fields as metadata and the same embed text (`context` shown as its value alone)."""
-    node_meta = {k: meta[k] for k in NODE_METADATA if k in meta}
-    if "kinds" in node_meta:
-        node_meta["kinds"] = ", ".join(chunk.kinds)
-
-    def related(node_id: str, node_type: str) -> dict[str, Any]:
-        return {"node_id": node_id, "node_type": node_type, "metadata": {}, "hash": None,
-                "class_name": "RelatedNodeInfo"}
-
-    relationships = {"1": related(chunk.source, "4")}  # SOURCE: the document
-    if prev_id is not None:
-        relationships["2"] = related(prev_id, "1")  # PREVIOUS
-    if next_id is not None:
-        relationships["3"] = related(next_id, "1")  # NEXT
-    node = {
-        "id_": chunk.id, "embedding": None, "metadata": node_meta,
-        "excluded_embed_metadata_keys": [k for k in node_meta if k != "context"],
-        "excluded_llm_metadata_keys": [k for k in node_meta if k != "context"],
-        "relationships": relationships, "metadata_template": "{value}",
-        "metadata_separator": "\n", "text": "", "mimetype": "text/plain",
-        "start_char_idx": chunk.start, "end_char_idx": chunk.end,
-        "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
-        "class_name": "TextNode",
-    }
-    return {"_node_content": json.dumps(node, ensure_ascii=False), "_node_type": "TextNode",
-            "document_id": chunk.source, "doc_id": chunk.source, "ref_doc_id": chunk.source}
 
 
 # -- connection and retries -----------------------------------------------------------------
@@ -427,7 +293,7 @@ class Store:
     def pages(self, include: Sequence[str] = ("metadatas",)) -> Iterator[Any]:
         """The whole collection, a page at a time."""
         page = max(100, min(self.max_batch, 5000))
-        return _pages(lambda offset: self._call(
+        return paged(lambda offset: self._call(
             lambda: self.collection.get(include=list(include), limit=page, offset=offset),
             "read the collection"), page)
 
@@ -529,145 +395,8 @@ def as_rows(vectors: Any) -> Any:
         return [list(v) for v in vectors]
 
 
-# -- query ----------------------------------------------------------------------------------
-def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, client: Any = None,
-          db_path: str | os.PathLike | None = None, host: str | None = None,
-          port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
-          retry_delays: Sequence[float] = RETRY_DELAYS,
-          timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
-    """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
-    clause on metadata (e.g. `{"format": "pdf"}`). The query is embedded with the embedder the
-    collection was built with unless `embedder` is given."""
-    if not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be a positive integer, got {k!r}")
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(f"the query must be a non-empty string, got {text!r}")
-    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
-                retry_delays=retry_delays, timeout=timeout)
-    col = _open_for_query(c, collection, retry_delays)
-    emb = _query_embedder(col, embedder)
-    vector = as_rows(emb.embed_queries([text]))
-    try:
-        got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
-                                             where=dict(where) if where else None,
-                                             include=["documents", "metadatas", "distances"]),
-                           "query", retry_delays)
-    except ChunkwiseError:
-        raise
-    except Exception as e:
-        raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
-    space = _space(col)
-    return [_hit(i, d, m, dist, space) for i, d, m, dist in
-            zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
-
-
-def expand_hits(hits: Sequence[Hit], *, tokens: int, client: Any = None,
-                db_path: str | os.PathLike | None = None, host: str | None = None,
-                port: int | None = None, collection: str = DEFAULT_COLLECTION,
-                timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
-    """Each hit replaced by its parent section cut to `tokens` (`chunkwise.chroma.expand`): its
-    text, span (`start`/`end` in metadata) and `tokens` become the section's; `expanded`
-    says how many chunks it joins. A hit without a recorded parent stays as it is."""
-    from .expand import Member, expand, section_of
-
-    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
-                timeout=timeout)
-    col = _open_for_query(c, collection, RETRY_DELAYS)
-    out = []
-    for h in hits:
-        sec = section_of(h.metadata)
-        if sec is None:
-            out.append(h)
-            continue
-        # the stored chunks inside the section tile it (with overlap 0, invariant 3)
-        got = with_retries(lambda: col.get(where={"$and": [{"source": h.source},
-                                                          {"start": {"$gte": sec[1]}},
-                                                          {"end": {"$lte": sec[2]}}]},
-                                           include=["documents", "metadatas"]),
-                           "read a section", RETRY_DELAYS)
-        members = sorted((Member(int(m["start"]), int(m["end"]), int(m.get("tokens", 0)), d or "")
-                          for d, m in zip(got["documents"], got["metadatas"])),
-                         key=lambda m: m.start)
-        start = int(h.metadata.get("start", 0))
-        at = next((i for i, m in enumerate(members) if m.start == start), None)
-        if at is None:
-            out.append(h)
-            continue
-        e = expand(members, at, max(tokens, members[at].tokens))
-        meta = {**h.metadata, "start": e.start, "end": e.end, "tokens": e.tokens,
-                "expanded": e.chunks}
-        out.append(Hit(h.id, h.source, e.text, h.distance, h.section_path, h.page_start,
-                       h.page_end, h.context, meta))
-    return out
-
-
-def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
-                 db_path: str | os.PathLike | None = None, host: str | None = None,
-                 port: int | None = None, collection: str = DEFAULT_COLLECTION,
-                 embedder: Any = None, page: int = 1000,
-                 timeout: float | None = DEFAULT_TIMEOUT) -> list[list[Hit]]:
-    """The `k` nearest chunks to each of `texts`, found by comparing every stored vector
-    (brute force) instead of walking Chroma's HNSW graph: no approximation, so the same
-    collection and queries always give the same ranking (ties broken by id). Distances are
-    those of the collection's space (`cosine`, `l2` squared, or `ip`), as `query` reports
-    them. Meant for evaluation: it reads the whole collection once per call."""
-    import numpy as np
-
-    if not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be a positive integer, got {k!r}")
-    if not texts:
-        return []
-    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
-                timeout=timeout)
-    col = _open_for_query(c, collection, RETRY_DELAYS)
-    emb = _query_embedder(col, embedder)
-    queries = np.asarray(as_rows(emb.embed_queries(list(texts))), dtype=np.float32)
-    ids: list[str] = []
-    docs: list[str | None] = []
-    metas: list[Any] = []
-    blocks = []
-    for got in _pages(lambda offset: with_retries(
-            lambda: col.get(include=["documents", "metadatas", "embeddings"], limit=page,
-                            offset=offset), "read", RETRY_DELAYS), page):
-        ids += got["ids"]
-        docs += got["documents"]
-        metas += got["metadatas"]
-        if len(got["ids"]):
-            blocks.append(np.asarray(got["embeddings"], dtype=np.float32))
-    if not ids:
-        return [[] for _ in texts]
-    stored = np.concatenate(blocks)
-    space = _space(col)
-    dots = queries @ stored.T
-    if space == "ip":
-        dist = 1.0 - dots
-    elif space == "l2":
-        dist = ((queries * queries).sum(1)[:, None] + (stored * stored).sum(1)[None, :]
-                - 2.0 * dots)
-    else:
-        qn = np.linalg.norm(queries, axis=1)[:, None]
-        sn = np.linalg.norm(stored, axis=1)[None, :]
-        dist = 1.0 - dots / np.maximum(qn * sn, 1e-12)
-    order = np.argsort(ids, kind="stable")  # ties: smaller id first
-    out = []
-    for row in dist[:, order]:
-        best = np.argsort(row, kind="stable")[:k]
-        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
-                    for i in best])
-    return out
-
-
-def _space(col: Any) -> str:
-    """The distance space of a collection (`cosine`, `l2` or `ip`)."""
-    conf = getattr(col, "configuration", None) or {}
-    for key in ("hnsw", "spann"):
-        space = (conf.get(key) or {}).get("space") if isinstance(conf, Mapping) else None
-        if space:
-            return str(space)
-    return str((col.metadata or {}).get("hnsw:space", "l2"))
-
-
-def _query_embedder(col: Any, embedder: Any) -> Any:
+# -- opening a collection to read -----------------------------------------------------------
+def query_embedder(col: Any, embedder: Any) -> Any:
     """The embedder for queries on `col`: `embedder`, else the one it was built with; a
     different model than the stored vectors' is a `StoreError`."""
     from ..embeddings.functions import resolve_embedder
@@ -684,16 +413,18 @@ def _query_embedder(col: Any, embedder: Any) -> Any:
 def open_embedder(client: Any, name: str, embedder: Any = None, *, load: bool = True) -> Any:
     """The embedder a collection was built with (or `embedder`, if it is the same model);
     with `load=False` only its identity, enough to open the collection for reading."""
-    col = _open_for_query(client, name, RETRY_DELAYS)
+    col = open_collection(client, name, RETRY_DELAYS)
     if not load:
         from ..embeddings.functions import Embedder
 
         identity = (col.metadata or {}).get(_COLLECTION_EMBEDDER) or "unknown"
         return Embedder(identity=identity, embed=lambda texts: [])
-    return _query_embedder(col, embedder)
+    return query_embedder(col, embedder)
 
 
-def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:
+def open_collection(client: Any, name: str, delays: Sequence[float]) -> Any:
+    """The collection `name` of `client`, opened for reading: a `StoreError` when there is
+    none or it cannot be opened."""
     from chromadb.errors import NotFoundError
 
     try:
@@ -707,33 +438,8 @@ def _open_for_query(client: Any, name: str, delays: Sequence[float]) -> Any:
         raise StoreError(f"cannot open collection {name!r}: {type(e).__name__}: {e}") from e
 
 
-def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
-         space: str = "cosine") -> Hit:
-    meta = dict(meta or {})
-    path = meta.get("section_path_list")
-    if not isinstance(path, list):
-        joined = meta.get("section_path") or ""
-        path = joined.split(" > ") if joined else []
-    return Hit(id=id_, source=str(meta.get("source", "")), text=doc or "",
-               distance=float(dist), section_path=tuple(path),
-               page_start=meta.get("page_start"), page_end=meta.get("page_end"),
-               context=str(meta.get("context", "")), metadata=meta, space=space)
-
-
-def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = None,
-                    host: str | None = None, port: int | None = None,
-                    collection: str = DEFAULT_COLLECTION, page: int = 1000,
-                    timeout: float | None = DEFAULT_TIMEOUT) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(id, document, metadata) of every record, paged; for exports and tests."""
-    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
-                timeout=timeout)
-    col = _open_for_query(c, collection, RETRY_DELAYS)
-    for got in _pages(lambda offset: col.get(include=["documents", "metadatas"], limit=page,
-                                             offset=offset), page):
-        yield from zip(got["ids"], got["documents"], (m or {} for m in got["metadatas"]))
-
-
-def _pages(fetch: Callable[[int], Any], page: int) -> Iterator[Any]:
+# -- paging ---------------------------------------------------------------------------------
+def paged(fetch: Callable[[int], Any], page: int) -> Iterator[Any]:
     """`fetch(offset)` for offset 0, page, 2 * page, … up to the first short page."""
     offset = 0
     while True:

@@ -262,14 +262,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 # -- query ----------------------------------------------------------------------------------
 def cmd_query(args: argparse.Namespace) -> int:
-    from ..chroma.store import query
+    from ..chroma.queries import query
 
     where = where_filter(args.where)
     if args.expand == "section" and args.expand_tokens < 1:  # bad usage before any work
         raise ConfigError("--expand-tokens must be a positive integer")
     hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
     if args.expand == "section":
-        from ..chroma.store import expand_hits
+        from ..chroma.queries import expand_hits
 
         location = {k: v for k, v in store_location(args).items()
                     if k in ("db_path", "host", "port", "collection", "timeout")}

@@ -1,2 +1,3 @@
-"""Evaluation: retrieval quality on question sets (`eval`) and the peer chunkers it compares
-against (`peers`)."""
+"""Evaluation: retrieval quality on question sets (`eval`: scoring a collection, comparing
+strategies), the question sets themselves (`questions`), the measures (`metrics`) and the
+peer chunkers it compares against (`peers`)."""

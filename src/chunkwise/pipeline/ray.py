@@ -315,7 +315,7 @@ class _Embed:
         return self.known[at] == keys
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
-        from ..chroma.store import embed_hash
+        from ..chroma.records import embed_hash
 
         t0 = time.perf_counter()
         idle = t0 - self.last

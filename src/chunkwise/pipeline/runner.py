@@ -37,9 +37,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ..chroma.records import SCHEMA, chunk_metadata, embed_hash
 from ..chroma.store import (DEFAULT_COLLECTION, DEFAULT_DB, DEFAULT_TIMEOUT,
-                            RETRY_DELAYS, SCHEMA, SourceState, Store, StoreError, as_rows,
-                            chunk_metadata, connect, embed_hash, persist_directory)
+                            RETRY_DELAYS, SourceState, Store, StoreError, as_rows, connect,
+                            persist_directory)
 from .deadlines import DeadlineExceeded, deadline
 from .discover import (DEFAULT_MAX_FILE_SIZE, Discovery, FileTask, ReadError, default_root,
                        discover, inside, read_bounded, resolve_root, unsupported_summary)

@@ -1,0 +1,206 @@
+"""Reading a chunkwise collection: `query` (the nearest chunks through Chroma's index, as an
+application asks), `search_exact` (brute force over every stored vector, for evaluation),
+`expand_hits` (each hit widened to its parent section, see `expand`) and `iter_collection`
+(every record, paged). Each opens the database read-only through `store.connect`.
+
+    >>> from chunkwise.chroma import query
+    >>> hits = query("how do I configure retries?", db_path="chunkwise-db", k=5)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+from ..errors import ChunkwiseError, ConfigError, StoreError
+from .store import (DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS, as_rows, connect,
+                    open_collection, paged, query_embedder, with_retries)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One query result."""
+
+    id: str
+    source: str
+    text: str
+    distance: float
+    section_path: tuple[str, ...]
+    page_start: int | None
+    page_end: int | None
+    context: str
+    metadata: dict[str, Any]
+    space: str = "cosine"
+    """The collection's distance: `cosine` (1 - cosine similarity), `l2` (squared) or `ip`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "distance": self.distance,
+                "space": self.space,
+                "section_path": list(self.section_path), "page_start": self.page_start,
+                "page_end": self.page_end, "context": self.context, "text": self.text,
+                "metadata": self.metadata}
+
+
+def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, client: Any = None,
+          db_path: str | os.PathLike | None = None, host: str | None = None,
+          port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
+          retry_delays: Sequence[float] = RETRY_DELAYS,
+          timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
+    """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
+    clause on metadata (e.g. `{"format": "pdf"}`). The query is embedded with the embedder the
+    collection was built with unless `embedder` is given."""
+    if not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"the query must be a non-empty string, got {text!r}")
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                retry_delays=retry_delays, timeout=timeout)
+    col = open_collection(c, collection, retry_delays)
+    emb = query_embedder(col, embedder)
+    vector = as_rows(emb.embed_queries([text]))
+    try:
+        got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
+                                             where=dict(where) if where else None,
+                                             include=["documents", "metadatas", "distances"]),
+                           "query", retry_delays)
+    except ChunkwiseError:
+        raise
+    except Exception as e:
+        raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
+    space = _space(col)
+    return [_hit(i, d, m, dist, space) for i, d, m, dist in
+            zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
+
+
+def expand_hits(hits: Sequence[Hit], *, tokens: int, client: Any = None,
+                db_path: str | os.PathLike | None = None, host: str | None = None,
+                port: int | None = None, collection: str = DEFAULT_COLLECTION,
+                timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
+    """Each hit replaced by its parent section cut to `tokens` (`chunkwise.chroma.expand`): its
+    text, span (`start`/`end` in metadata) and `tokens` become the section's; `expanded`
+    says how many chunks it joins. A hit without a recorded parent stays as it is."""
+    from .expand import Member, expand, section_of
+
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = open_collection(c, collection, RETRY_DELAYS)
+    out = []
+    for h in hits:
+        sec = section_of(h.metadata)
+        if sec is None:
+            out.append(h)
+            continue
+        # the stored chunks inside the section tile it (with overlap 0, invariant 3)
+        got = with_retries(lambda: col.get(where={"$and": [{"source": h.source},
+                                                          {"start": {"$gte": sec[1]}},
+                                                          {"end": {"$lte": sec[2]}}]},
+                                           include=["documents", "metadatas"]),
+                           "read a section", RETRY_DELAYS)
+        members = sorted((Member(int(m["start"]), int(m["end"]), int(m.get("tokens", 0)), d or "")
+                          for d, m in zip(got["documents"], got["metadatas"])),
+                         key=lambda m: m.start)
+        start = int(h.metadata.get("start", 0))
+        at = next((i for i, m in enumerate(members) if m.start == start), None)
+        if at is None:
+            out.append(h)
+            continue
+        e = expand(members, at, max(tokens, members[at].tokens))
+        meta = {**h.metadata, "start": e.start, "end": e.end, "tokens": e.tokens,
+                "expanded": e.chunks}
+        out.append(Hit(h.id, h.source, e.text, h.distance, h.section_path, h.page_start,
+                       h.page_end, h.context, meta))
+    return out
+
+
+def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
+                 db_path: str | os.PathLike | None = None, host: str | None = None,
+                 port: int | None = None, collection: str = DEFAULT_COLLECTION,
+                 embedder: Any = None, page: int = 1000,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> list[list[Hit]]:
+    """The `k` nearest chunks to each of `texts`, found by comparing every stored vector
+    (brute force) instead of walking Chroma's HNSW graph: no approximation, so the same
+    collection and queries always give the same ranking (ties broken by id). Distances are
+    those of the collection's space (`cosine`, `l2` squared, or `ip`), as `query` reports
+    them. Meant for evaluation: it reads the whole collection once per call."""
+    import numpy as np
+
+    if not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be a positive integer, got {k!r}")
+    if not texts:
+        return []
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = open_collection(c, collection, RETRY_DELAYS)
+    emb = query_embedder(col, embedder)
+    queries = np.asarray(as_rows(emb.embed_queries(list(texts))), dtype=np.float32)
+    ids: list[str] = []
+    docs: list[str | None] = []
+    metas: list[Any] = []
+    blocks = []
+    for got in paged(lambda offset: with_retries(
+            lambda: col.get(include=["documents", "metadatas", "embeddings"], limit=page,
+                            offset=offset), "read", RETRY_DELAYS), page):
+        ids += got["ids"]
+        docs += got["documents"]
+        metas += got["metadatas"]
+        if len(got["ids"]):
+            blocks.append(np.asarray(got["embeddings"], dtype=np.float32))
+    if not ids:
+        return [[] for _ in texts]
+    stored = np.concatenate(blocks)
+    space = _space(col)
+    dots = queries @ stored.T
+    if space == "ip":
+        dist = 1.0 - dots
+    elif space == "l2":
+        dist = ((queries * queries).sum(1)[:, None] + (stored * stored).sum(1)[None, :]
+                - 2.0 * dots)
+    else:
+        qn = np.linalg.norm(queries, axis=1)[:, None]
+        sn = np.linalg.norm(stored, axis=1)[None, :]
+        dist = 1.0 - dots / np.maximum(qn * sn, 1e-12)
+    order = np.argsort(ids, kind="stable")  # ties: smaller id first
+    out = []
+    for row in dist[:, order]:
+        best = np.argsort(row, kind="stable")[:k]
+        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
+                    for i in best])
+    return out
+
+
+def _space(col: Any) -> str:
+    """The distance space of a collection (`cosine`, `l2` or `ip`)."""
+    conf = getattr(col, "configuration", None) or {}
+    for key in ("hnsw", "spann"):
+        space = (conf.get(key) or {}).get("space") if isinstance(conf, Mapping) else None
+        if space:
+            return str(space)
+    return str((col.metadata or {}).get("hnsw:space", "l2"))
+
+
+def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
+         space: str = "cosine") -> Hit:
+    meta = dict(meta or {})
+    path = meta.get("section_path_list")
+    if not isinstance(path, list):
+        joined = meta.get("section_path") or ""
+        path = joined.split(" > ") if joined else []
+    return Hit(id=id_, source=str(meta.get("source", "")), text=doc or "",
+               distance=float(dist), section_path=tuple(path),
+               page_start=meta.get("page_start"), page_end=meta.get("page_end"),
+               context=str(meta.get("context", "")), metadata=meta, space=space)
+
+
+def iter_collection(*, client: Any = None, db_path: str | os.PathLike | None = None,
+                    host: str | None = None, port: int | None = None,
+                    collection: str = DEFAULT_COLLECTION, page: int = 1000,
+                    timeout: float | None = DEFAULT_TIMEOUT) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(id, document, metadata) of every record, paged; for exports and tests."""
+    c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
+                timeout=timeout)
+    col = open_collection(c, collection, RETRY_DELAYS)
+    for got in paged(lambda offset: col.get(include=["documents", "metadatas"], limit=page,
+                                             offset=offset), page):
+        yield from zip(got["ids"], got["documents"], (m or {} for m in got["metadatas"]))
+

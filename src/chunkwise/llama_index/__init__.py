@@ -1,0 +1,38 @@
+"""LlamaIndex integration: `ChunkwiseNodeParser`, `ChunkwiseReader` and `ChunkwiseEmbedding`.
+
+    >>> import chromadb
+    >>> from llama_index.core.ingestion import IngestionPipeline
+    >>> from llama_index.core.storage.docstore import SimpleDocumentStore
+    >>> from llama_index.vector_stores.chroma import ChromaVectorStore
+    >>> from chunkwise.llama_index import (ChunkwiseEmbedding, ChunkwiseNodeParser,
+    ...                                    ChunkwiseReader)
+    >>> documents = ChunkwiseReader().load_data("docs/")       # a mixed folder
+    >>> client = chromadb.PersistentClient("chroma-db")
+    >>> store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("docs"))
+    >>> pipeline = IngestionPipeline(
+    ...     transformations=[ChunkwiseNodeParser(max_tokens=256), ChunkwiseEmbedding()],
+    ...     docstore=SimpleDocumentStore(), vector_store=store)
+    >>> nodes = pipeline.run(documents=documents)   # run it again: nothing is written twice
+
+Documents from `SimpleDirectoryReader(..., filename_as_id=True)` work too (`filename_as_id`
+makes their ids stable, so the docstore can tell a rerun from new documents). Needs the
+`llama-index-vector-stores-chroma` package for `ChromaVectorStore`.
+The adapter, one module a part: `nodes` (`ChunkwiseNodeParser`: exact offsets, the token
+budget with the metadata LlamaIndex embeds), `routing` (which format and which text a
+document is parsed from), `reader` (`ChunkwiseReader`) and `embedding`
+(`ChunkwiseEmbedding`, `vector_store`).
+"""
+
+from .embedding import ChunkwiseEmbedding, vector_store
+from .nodes import CONTEXT_KEY, NODE_KEYS, VIEW_KEY, ChunkwiseNodeParser, ViewNode
+from .reader import ChunkwiseReader
+
+# The classes keep the module path they had when the adapter was one module: embedder
+# identities (`chunkwise.embeddings.resolve_embedder`), the semantic strategy's chunk ids
+# (`embedder=ChunkwiseEmbedding()`) and pickles name a class by it.
+for _cls in (ChunkwiseEmbedding, ChunkwiseNodeParser, ChunkwiseReader, ViewNode):
+    _cls.__module__ = __name__
+del _cls
+
+__all__ = ["CONTEXT_KEY", "NODE_KEYS", "VIEW_KEY", "ChunkwiseEmbedding", "ChunkwiseNodeParser",
+           "ChunkwiseReader", "ViewNode", "vector_store"]
