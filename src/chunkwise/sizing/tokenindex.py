@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..errors import ChunkwiseError
+from ..model import embed_text
 from .sizers import (TIKTOKEN_ENCODINGS, Sizer, get_sizer, hf_tokenizer, minilm_tokenizer_path,
                      tiktoken_encoding)
 
@@ -142,7 +143,7 @@ class SpanCounter:
         """Tokens that `context + "\\n\\n"` adds before a text."""
         cost = self._contexts.get(context)
         if cost is None:
-            cost = self.sizer.count(context + "\n\n") - self.sizer.overhead if context else 0
+            cost = self.sizer.count(embed_text(context, "")) - self.sizer.overhead if context else 0
             self._contexts[context] = cost
         return cost
 
@@ -151,7 +152,7 @@ class SpanCounter:
         when the context is empty)."""
         if not context:
             return self.span(a, b)
-        return self.sizer.count(f"{context}\n\n{self.text[a:b]}")
+        return self.sizer.count(embed_text(context, self.text[a:b]))
 
     def _count(self, a: int, b: int) -> int:
         return self.sizer.count(self.text[a:b])
@@ -199,7 +200,7 @@ class _AnchoredCounter(SpanCounter):
         if m is None or m.end() > b:
             return super().embed(context, a, b)
         p = m.end()
-        return self._inner(f"{context}\n\n{self.text[a:p]}") + self.span(p, b)
+        return self._inner(embed_text(context, self.text[a:p])) + self.span(p, b)
 
     def _joins(self, a: int) -> bool:
         """Whether the start of `text[a:]` is an anchor right after `"\\n\\n"`."""
