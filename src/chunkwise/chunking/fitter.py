@@ -15,7 +15,9 @@ baselines that cut a span without regard to structure: context from the section 
 starts in). A `Policy` says where a chunk may end: the splitters to
 use, cuts that must be kept, a better cut than the last unit that fits, and whether a run is
 balanced into chunks of about equal size. Strategies give a policy or a frame; they never
-re-implement the packing.
+re-implement the packing. These types live in `chunkwise.chunking.work` (re-exported here).
+A candidate chunk is measured in one place (`Fitter._measure`: its trimmed span, context and
+exact count).
 
 Counting goes through a `SpanCounter` (see `tokenindex`). For the built-in tokenizers it is an
 index from one pass over the document: the estimates of a node's children are one vectorised
