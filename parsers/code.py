@@ -19,7 +19,8 @@ opening brace, or the end of the parameter list where the language has no braces
 `signature` section that the core glues to the first statement of the body (see
 `chunkwise.chunking.structure`): a header is never cut from its body nor in two, unless it alone
 exceeds the budget; then it is cut only between its parts: its attributes and decorators, and
-the parameters of a multi-line parameter list.
+the parameters of a multi-line parameter list (where: `code_headers.HEADERS`, which every
+code document hands the fitter as `ParsedDocument.headers`).
 
 Every definition and compound statement carries its own header as `context`, indented as in
 the source; the core joins the contexts of the sections enclosing a chunk, so a piece from the
@@ -54,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers import python
+from chunkwise.parsers.code_headers import HEADERS
 from chunkwise.parsers.code_walk import CodeBuilder, Lang
 from chunkwise.text.textio import declared_encoding, decode
 
@@ -272,7 +274,7 @@ def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
                           sections=tuple(builder.sections), title=name,
                           path_in_context=False, context=_file_comment(lang, name),
                           warnings=tuple(warnings), meta=(("language", language),),
-                          views=lang.views)
+                          views=lang.views, headers=HEADERS)
 
 
 #: dialect name (`Lang.dialect`) -> the `CodeBuilder` subclass that prints its headers

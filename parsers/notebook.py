@@ -40,6 +40,7 @@ from chunkwise.text.splitting import LINES, SENTENCES, WORDS
 from chunkwise.text.textio import decode
 
 from . import code as code_languages, markdown
+from .code_headers import HEADERS
 
 _LEVEL_HEADING = 100  # h1 = 99 … h6 = 94, as Markdown's
 _LEVEL_CELL, _LEVEL_OUTPUT = 70, 60
@@ -90,7 +91,7 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
     return ParsedDocument(
         source=source, format="notebook", text=text, sections=tuple(sections), title=name,
         warnings=(*decoded, *_notes(warnings)), prose=True, line_numbers=False,
-        leaf_splitters=tuple(splitters.items()),
+        leaf_splitters=tuple(splitters.items()), headers=HEADERS,
         meta=(("language", language), ("cells", len(nb["cells"])), ("outputs", outputs)))
 
 

@@ -680,3 +680,32 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
     assert max(batches) < 50_000
     assert plan[0].start == 0 and plan[-1].end == len(text)
     assert all(p.end < q.start for p, q in zip(plan, plan[1:]))
+
+
+@pytest.mark.parametrize("strategy", ["structure", "fixed", "sentence", "recursive", "semantic"])
+def test_a_documents_section_tree_is_built_once(strategy, monkeypatch):
+    """The chunker builds a document's tree once and hands it to the strategy and to
+    assembly (views, parent sections): no strategy builds its own."""
+    from chunkwise.chunking import api, fitter, structure
+    from chunkwise.chunking.strategies import base, semantic
+
+    built = []
+
+    def counted(doc):
+        built.append(doc.source)
+        return structure.build_tree(doc)
+
+    def refused(doc):
+        raise AssertionError("a second tree")
+
+    monkeypatch.setattr(api, "build_tree", counted)
+    for module in (fitter, base, semantic):
+        monkeypatch.setattr(module, "build_tree", refused)
+    extra = {"embedder": bag_of_words} if strategy == "semantic" else {}
+    chunker = Chunker(strategy=strategy, max_tokens=64, **extra)
+    paths = [FIXTURES / name for name in ("fastapi__fastapi__concurrency.py",
+                                          "jupyter__notebook__importing-notebooks.ipynb",
+                                          "mkdocs-material__reference__data-tables.md")]
+    chunks = [c for path in paths for c in chunker.chunk_file(path)]
+    assert len(built) == len(paths)  # one tree a document
+    assert chunks and all(c.parent is not None for c in chunks)

@@ -42,7 +42,7 @@ except ImportError as e:  # an optional extra
 from .chunking.api import Chunker
 from .errors import ChunkwiseError, ConfigError
 from .metadata import flatten_metadata
-from .model import Chunk
+from .model import Chunk, embed_text as chunk_embed_text
 from .parsers import MODULES, detect_format, sniff
 
 __all__ = ["ChunkwiseEmbeddings", "ChunkwiseLoader", "ChunkwiseTextSplitter", "chunk_document",
@@ -73,7 +73,7 @@ def chunk_document(chunk: Chunk, extra: dict[str, Any] | None = None) -> Documen
 def embed_text(document: Document) -> str:
     """What chunkwise embeds for a chunk's `Document`: its context, a blank line, its text."""
     context = document.metadata.get("context") or ""
-    return f"{context}\n\n{document.page_content}" if context else document.page_content
+    return chunk_embed_text(context, document.page_content)
 
 
 #: formats read from a file's bytes only: a `str` page_content is never one of them

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Protocol
+
+
+def embed_text(context: str, body: str) -> str:
+    """What is embedded and counted against the budget (DESIGN: the chunk contract): the
+    context, a blank line, then the body (the text, or its view); the body alone without a
+    context. `embed_text(context, "")` is the context's share of an embed text."""
+    return f"{context}\n\n{body}" if context else body
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,30 @@ _SET_START, _SET_END, _SET_LEVEL, _SET_KIND, _SET_PATH, _SET_CONTEXT, _SET_META 
 
 
 @dataclass(frozen=True, slots=True)
+class HeaderCuts:
+    """Where a span that opens with definition headers is cut (`HeaderPlanner.cuts`)."""
+
+    cuts: tuple[int, ...] = ()
+    """Sorted offsets inside the span; none: the span is one chunk (it fits whole)."""
+    alone: int = -1
+    """A cut the packer must keep (-1: none): a chunk starts at the cut that stands for it."""
+
+
+class HeaderPlanner(Protocol):
+    """A parser's say on where the headers glued before a body (`signature` sections: the
+    tree's `lead_cuts`) are cut from it when they do not fit with what follows. The code
+    parsers provide one (`ParsedDocument.headers`); the fitter asks it and packs what it
+    says, so that no format's header rules live in the format-agnostic engine."""
+
+    def cuts(self, text: str, a: int, b: int, glue: int, heads: tuple[tuple[int, ...], ...],
+             fits: Callable[[int, int], bool]) -> HeaderCuts | None:
+        """The cuts of `text[a:b]` (trimmed), whose headers `heads` (each: where it starts,
+        where it may be cut, where it ends) are glued before `glue`; `fits(s, e)` says
+        whether `text[s:e]` fits as a chunk. None: split it as any text (cuts after `glue`)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedDocument:
     """A parser's whole output: the canonical text and its structure."""
 
@@ -98,6 +129,10 @@ class ParsedDocument:
     views: tuple[tuple[str, str], ...] = ()
     """(section kind, view name): what the embedder sees of chunks holding sections of that
     kind (`chunkwise.chunking.views`: `code`, `table`); `"*"` for every kind. Empty: the text as is."""
+    headers: HeaderPlanner | None = None
+    """How headers glued before a body (`signature` sections) are cut when they do not fit
+    with it (the code parsers': `chunkwise.parsers.code_headers`); None: a span holding
+    them is split as any text, after them when it can."""
 
     def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
         """1-based first and last page of the span [start, end), or (None, None)."""
@@ -173,8 +208,7 @@ class Chunk:
     def embed_text(self) -> str:
         """The string that is embedded and counted against the budget: the context, then
         the view of the text (the text itself unless the parser declares a view)."""
-        body = self.view or self.text
-        return f"{self.context}\n\n{body}" if self.context else body
+        return embed_text(self.context, self.view or self.text)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of the contract (`chunkwise chunk --jsonl`)."""

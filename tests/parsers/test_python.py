@@ -504,3 +504,29 @@ def test_fitting_headers_stay_whole_at_a_small_budget(shape):
     report = headers.Report()
     headers.check(src, chunks, Chunker(max_tokens=64).sizer.count, 64, report, source)
     assert report.headers and report.ok(), str(report)
+
+
+def test_where_a_header_is_cut_is_the_code_parsers_say():
+    """The fitter packs; where a span that opens with definition headers may be cut is the
+    code parsers' `HeaderPlanner`, handed over as `ParsedDocument.headers` (by the notebook
+    parser too, for its code cells). The fixture's header is longer than 64 tokens: the
+    planner cuts it between its parts only; the same document without it is split as any
+    text, inside a part."""
+    from dataclasses import replace
+
+    from chunkwise.chunking.api import parse_file
+    from chunkwise.parsers.code_headers import HEADERS
+
+    path = FIXTURES / "fastapi__fastapi__concurrency.py"
+    doc = parse_file(path)
+    assert doc.headers is HEADERS
+    assert parse_file(FIXTURES / "jupyter__notebook__importing-notebooks.ipynb").headers is HEADERS
+    chunker = Chunker(max_tokens=64)
+    reports = []
+    for planned in (doc, replace(doc, headers=None)):
+        report = headers.Report()
+        headers.check(doc.text, chunker.chunk_document(planned), chunker.sizer.count, 64,
+                      report, path.name)
+        reports.append(report)
+    assert reports[0].ok() and reports[0].too_long == 1, str(reports[0])
+    assert not reports[1].ok(), str(reports[1])

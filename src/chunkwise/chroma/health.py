@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..model import embed_text
 from .store import Store, as_rows, hnsw_configuration
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def repair(store: Store, missing: Sequence[str], embedder: Any) -> int:
         texts = []
         for doc, meta in zip(got["documents"], got["metadatas"]):
             context = str((meta or {}).get("context", "") or "")
-            texts.append(f"{context}\n\n{doc or ''}" if context else (doc or ""))
+            texts.append(embed_text(context, doc or ""))
         if not texts:
             continue
         vectors = embedder.embed(texts)

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ChunkwiseError, ConfigError, ParseError
-from .fitter import Budget, Piece
 from ..model import Chunk, ParsedDocument
-from ..sizing.sizers import MAX_CHARS_PER_TOKEN, get_sizer
-from .strategies import REGISTRY, Registered, Setup, StrategySpec, registered
+from ..sizing.sizers import get_sizer
+from ..text.textio import file_source, source_name
+from .assemble import Assembly, Shares
 from .headings import bound_document
-from ..text.textio import LineCounter, file_source, source_name
+from .strategies import REGISTRY, Registered, Setup, StrategySpec, registered
 from .structure import build_tree
-from .views import apply_views, chain_of, parent_of
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +117,10 @@ class Chunker:
                       "views": views, **keywords}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(row, options, keywords)
-        # the planning budget, less the room for a situating sentence and, unless the
-        # strategy's chunks overlap by themselves, the overlap added after planning
-        self._budget = Budget.of(room - self.context_tokens
-                                 - (0 if self._strategy.overlaps else overlap))
+        # the room shared once: the planning budget is what the situating sentence and,
+        # unless the strategy's chunks overlap by themselves, the overlap leave of it
+        shares = Shares(room, self.context_tokens, 0 if self._strategy.overlaps else overlap)
+        self._budget = shares.budget()
         if reserve:  # (none leaves every fingerprint, so every id, as it was)
             extra += f"|reserve={reserve}"
         if views != "default":
@@ -130,6 +129,9 @@ class Chunker:
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
             digest_size=8
         ).hexdigest()
+        self._assembly = Assembly(self.sizer, shares, overlap=overlap,
+                                  contextualizer=self.contextualizer, views=self.views,
+                                  fingerprint=self.fingerprint)
 
     def _configure(self, row: Registered, options: Any, keywords: dict[str, Any]) -> str:
         """Validate the strategy's and the contextualizer's options and build them; returns
@@ -193,24 +195,13 @@ class Chunker:
 
     # -- chunking -----------------------------------------------------------------------
     def chunk_document(self, doc: ParsedDocument) -> list[Chunk]:
-        """Chunks of an already parsed document."""
+        """Chunks of an already parsed document: its section tree built once, planned by
+        the strategy, then assembled (overlap, situating sentence, views, ids: see
+        `chunkwise.chunking.assemble`)."""
         if not doc.text.strip():
             return []
-        pieces = self._strategy.plan(doc, self._budget)
-        if self.overlap and not self._strategy.overlaps:
-            limit = self._room - self.context_tokens  # room left for a situating sentence
-            pieces = _with_overlap(pieces, doc.text, self.sizer.count, self.overlap, limit)
-        if self.contextualizer is not None:
-            pieces = self.contextualizer.apply(doc, pieces, self._room)
         root = build_tree(doc)
-        # with overlap, chunks embed their text: a view renders whole rows, and re-cutting an
-        # extended chunk into rows would put a row fragment before its predecessor's start
-        views = frozenset() if self.overlap else self.views
-        viewed = apply_views(doc, pieces, self.sizer.count, self._room, views, root)
-        lines = LineCounter(doc.text) if doc.line_numbers else None
-        doc_meta = dict(doc.meta)
-        starts: dict[int, list[int]] = {}
-        return [self._chunk(doc, p, lines, doc_meta, view, root, starts) for p, view in viewed]
+        return self._assembly.chunks(doc, root, self._strategy.plan(doc, self._budget, root))
 
     def chunk_bytes(self, data: bytes, *, source: str, format: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_bytes(data, source=source, format=format))
@@ -221,33 +212,6 @@ class Chunker:
     def chunk_file(self, path: str | os.PathLike, *, format: str | None = None,
                    source: str | None = None) -> list[Chunk]:
         return self.chunk_document(parse_file(path, format=format, source=source))
-
-    def _chunk(self, doc: ParsedDocument, p: Piece, lines: LineCounter | None,
-               doc_meta: dict, view: str | None = None, root: Any = None,
-               starts: dict[int, list[int]] | None = None) -> Chunk:
-        text = doc.text[p.start:p.end]
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(f"{doc.source}\0{p.start}\0{p.end}\0{self.fingerprint}\0".encode())
-        digest.update(text.encode("utf-8", "surrogatepass"))
-        meta = {**doc_meta, **p.meta}
-        if lines is not None:
-            meta["line_start"] = lines.line_of(p.start) + 1
-            meta["line_end"] = lines.line_of(p.end - 1) + 1
-        page_start, page_end = doc.pages_of(p.start, p.end)
-        owner = p.owner if root is None else parent_of(
-            chain_of(root, p.start, p.end, starts), p.start, p.end, doc.text)
-        parent = (parent_id(doc.source, owner.start, owner.end), owner.start, owner.end,
-                  owner.path)
-        return Chunk(id=digest.hexdigest(), source=doc.source, format=doc.format, text=text,
-                     start=p.start, end=p.end, context=p.context, section_path=p.owner.path,
-                     page_start=page_start, page_end=page_end, kinds=p.kinds, tokens=p.tokens,
-                     meta=meta, view=view or "", parent=parent)
-
-
-def parent_id(source: str, start: int, end: int) -> str:
-    """The id of the section [start, end) of `source`: every chunk inside it records it."""
-    return hashlib.blake2b(f"{source}\0{start}\0{end}".encode("utf-8", "surrogatepass"),
-                           digest_size=8).hexdigest()
 
 
 def _check_views(views: str) -> frozenset[str]:
@@ -271,34 +235,6 @@ def _check_views(views: str) -> frozenset[str]:
 
 def _rebuild_chunker(spec: dict[str, Any]) -> Chunker:
     return Chunker(**spec)
-
-
-def _with_overlap(pieces: list[Piece], text: str, count, overlap: int, budget: int) -> list[Piece]:
-    """Extend each chunk back over the tail of the previous one, up to `overlap` tokens,
-    starting at a word; the budget still holds (it was reserved while packing), and so does
-    the cap on characters (`MAX_CHARS_PER_TOKEN`)."""
-    out = pieces[:1]
-    for prev, cur in zip(pieces, pieces[1:]):
-        first = max(prev.start, cur.end - budget * MAX_CHARS_PER_TOKEN)
-        starts = [i for i in range(first + 1, cur.start)
-                  if not text[i].isspace() and text[i - 1].isspace()]
-        if first == prev.start:
-            starts.insert(0, first)
-        lo, hi = 0, len(starts)  # smallest index whose tail fits the overlap and the budget
-        while lo < hi:
-            mid = (lo + hi) // 2
-            s = starts[mid]
-            embed = f"{cur.context}\n\n{text[s:cur.end]}" if cur.context else text[s:cur.end]
-            if count(text[s:cur.start].rstrip()) <= overlap and count(embed) <= budget:
-                hi = mid
-            else:
-                lo = mid + 1
-        if lo < len(starts) and starts[lo] < cur.start:
-            s = starts[lo]
-            embed = f"{cur.context}\n\n{text[s:cur.end]}" if cur.context else text[s:cur.end]
-            cur = replace(cur, start=s, tokens=count(embed))
-        out.append(cur)
-    return out
 
 
 def parse_bytes(data: bytes, *, source: str, format: str | None = None) -> ParsedDocument:

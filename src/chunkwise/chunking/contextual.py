@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .fitter import Piece
-from ..model import ParsedDocument
+from ..model import ParsedDocument, embed_text
+from .work import Piece
 from ..sizing.sizers import Sizer
 from .llms import complete, llm_identity, resolve_llm
 from ..text.sentences import sentence_spans
@@ -171,7 +171,7 @@ class Contextualizer:
 
         def tokens_with(s: str) -> int:
             ctx = f"{p.context}\n{s}" if p.context else s
-            return count(f"{ctx}\n\n{body}")
+            return count(embed_text(ctx, body))
 
         words = sentence.split(" ")
         n = len(words)

@@ -15,7 +15,9 @@ baselines that cut a span without regard to structure: context from the section 
 starts in). A `Policy` says where a chunk may end: the splitters to
 use, cuts that must be kept, a better cut than the last unit that fits, and whether a run is
 balanced into chunks of about equal size. Strategies give a policy or a frame; they never
-re-implement the packing.
+re-implement the packing. These types live in `chunkwise.chunking.work` (re-exported here).
+A candidate chunk is measured in one place (`Fitter._measure`: its trimmed span, context and
+exact count).
 
 Counting goes through a `SpanCounter` (see `tokenindex`). For the built-in tokenizers it is an
 index from one pass over the document: the estimates of a node's children are one vectorised
@@ -23,34 +25,31 @@ search, an exact count re-encodes only a few characters at a chunk's ends, so th
 costs about one tokenizer pass. Otherwise each leaf is counted once for the estimates and
 each emitted chunk once exactly.
 
-Work is driven by an explicit stack (no recursion), so deeply nested documents are safe.
+Work is driven by an explicit stack of typed items (`chunkwise.chunking.work`; no
+recursion), so deeply nested documents are safe. Where headers glued before a body (code's
+signatures) are cut is the parser's say (`ParsedDocument.headers`); the engine packs it.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 from itertools import accumulate, chain as concat, islice
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..model import ParsedDocument
-from ..sizing.sizers import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
+from ..sizing.sizers import Sizer
+from ..sizing.tokenindex import SpanCounter, span_counter
 from ..text.splitting import (LINED_LEVELS, PROSE_LEVELS, Splitter, is_prose, iter_cuts, join_marks,
                               longest_fit, trim)
 from .structure import Node, build_tree
-from ..sizing.tokenindex import SpanCounter, span_counter
+from .work import (STRUCTURAL_KINDS, Budget, Candidate, Contexts, Cuts, Emit, Frame, Piece,
+                   Policy, SplitChars, SplitNode, SplitText, Unit, Work, held_kinds,
+                   lead_context, merge_meta)
 
-#: section kinds that only say where a section is, never what it holds (not in `kinds`)
-STRUCTURAL_KINDS = frozenset({"document", "section"})
+__all__ = ["Budget", "Candidate", "Contexts", "Cuts", "Fitter", "Frame", "Piece", "Policy",
+           "STRUCTURAL_KINDS", "Unit", "held_kinds", "lead_context", "merge_meta"]
 
-
-def held_kinds(seen: Iterable[str]) -> tuple[str, ...]:
-    """A chunk's `kinds` from the kinds of the sections it is in and holds, in order: the
-    structural ones dropped; what is left of a chunk in no content section at all (a heading
-    with nothing under it before the next one) is its heading."""
-    kinds = tuple(k for k in dict.fromkeys(seen) if k not in STRUCTURAL_KINDS)
-    return kinds or ("heading",)
 #: a unit estimated up to this share of the budget over is counted before it is split
 #: (estimates run high)
 NEAR_MISS = 1.25
@@ -59,193 +58,6 @@ NEAR_MISS = 1.25
 _WINDOW = 1 << 18
 #: cuts of a long span joined, and units made and estimated, at once (`_long_units`)
 _BATCH = 1 << 14
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """A chunk's token budget and what follows from it, computed once per chunker."""
-
-    #: tokens of a chunk's embed text (context included)
-    tokens: int
-    #: characters a chunk may hold at most, whatever its count (see `MAX_CHARS_PER_TOKEN`)
-    max_chars: int
-    #: tokens a chunk's context may take at most
-    context_limit: int
-
-    @classmethod
-    def of(cls, tokens: int, *, context_share: float = 0.5) -> Budget:
-        return cls(tokens, tokens * MAX_CHARS_PER_TOKEN, max(1, int(tokens * context_share)))
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """A planned chunk before ids are assigned (offsets are whitespace-trimmed)."""
-
-    start: int
-    end: int
-    context: str
-    tokens: int
-    owner: Node
-    kinds: tuple[str, ...]
-    meta: dict[str, Any]
-
-
-class Unit:
-    """A span that packing merges whole with its neighbours or splits: a section (`node`), or
-    a piece of text cut by the splitter of `level`. `est` estimates its tokens, overhead
-    included."""
-
-    __slots__ = ("start", "end", "est", "node", "level")
-
-    def __init__(self, start: int, end: int, est: int, node: Node | None, level: int) -> None:
-        self.start, self.end, self.est, self.node, self.level = start, end, est, node, level
-
-
-class Candidate(NamedTuple):
-    """A chunk under consideration: what its exact count needs, nothing more."""
-
-    start: int
-    end: int
-    context: str
-    tokens: int
-    chain: tuple[Node, ...]
-
-
-class Cuts(NamedTuple):
-    """A policy's say over one run of units."""
-
-    #: per unit, whether a chunk must start there (None: nowhere)
-    stops: Sequence[bool] | None = None
-    #: units i..j-1 fit and unit j does not: an earlier end k in (i, j] to emit instead, if
-    #: that chunk fits (j: none)
-    recut: Callable[[int, int], int] | None = None
-
-
-_FREE = Cuts()
-
-
-class Policy:
-    """How the packer chooses its cuts. The defaults are the `structure` strategy's: the
-    splitters follow the section kinds (`LINED_LEVELS` in code and tables, else
-    `PROSE_LEVELS`), a mark never stands alone (`join_marks`), no cut is forced, and runs are
-    balanced."""
-
-    def __init__(self, *, levels: Sequence[Splitter] | None = None, marks: bool = True,
-                 balance: bool = True) -> None:
-        #: the splitters of text, coarsest first (None: by section kind, see above)
-        self.levels = tuple(levels) if levels is not None else None
-        #: whether a cut that would leave a mark as a unit of its own is dropped
-        self.marks = marks
-        #: whether the units up to the next one that must be split are cut into the fewest
-        #: chunks that hold them, of about equal size, rather than filled greedily up to a
-        #: small tail (which embeds as a near-empty chunk that matches every query)
-        self.balance = balance
-
-    def first_units(self, node: Node, glue: int) -> tuple[int, list[Unit]]:
-        """How the leaf `node` is first split: its units, or none and the splitter level to
-        split it from (here: none, and the first level)."""
-        return 0, []
-
-    def cuts(self, units: list[Unit]) -> Cuts:
-        """Forced and better cuts in a run of units (here: none)."""
-        return _FREE
-
-
-class Frame(Protocol):
-    """What the packer needs to know about the document around a chunk."""
-
-    doc: ParsedDocument
-    text: str
-
-    def units(self, bounds: Sequence[int], level: int) -> list[Unit]:
-        """The units of the text between consecutive `bounds`, cut at `level`."""
-
-    def context(self, chain: tuple[Node, ...], start: int) -> tuple[str, int]:
-        """The context of a chunk starting at `start` under `chain`, and its token cost."""
-
-    def count(self, context: str, a: int, b: int) -> int:
-        """Exact tokens of the embed text of `text[a:b]` under `context`."""
-
-    def piece(self, cand: Candidate, run: list[Node]) -> Piece:
-        """The planned chunk of a candidate (`run`: the sections it holds whole, if several)."""
-
-
-def lead_context(doc: ParsedDocument, path: tuple[str, ...]) -> list[str]:
-    """The first lines of a chunk's context, the same for every strategy: the document's
-    own context line (code: `# file.py`), then the heading path where the format embeds it."""
-    parts = [doc.context] if doc.context else []
-    if doc.path_in_context and path:
-        parts.append(" > ".join(path))
-    return parts
-
-
-class Contexts:
-    """Contexts cut to the budget's share, with their token cost inside an embed text,
-    memoised by their lines: built once for every frame."""
-
-    def __init__(self, sizer: Sizer, budget: Budget, *, at_line: bool,
-                 cost: Callable[[str], int] | None = None) -> None:
-        self.sizer, self.limit, self.at_line = sizer, budget.context_limit, at_line
-        self._cost = cost or self._count_cost
-        self._memo: dict[str, tuple[str, int]] = {}
-
-    def of(self, parts: Sequence[str], anonymous: tuple[int, ...] = ()) -> tuple[str, int]:
-        """The context made of `parts` (lines), and its cost: over the limit, its longest
-        prefix that fits, cut at a line. When that prefix would lose the innermost part not
-        at an index in `anonymous` (the innermost named section: the definition a chunk is
-        in; anonymous parts are blocks, `if`/`for`, a tab title, a table's header row), parts
-        before it go first: the anonymous ones, innermost first, then the named ones,
-        outermost first (never the first part: the document's line)."""
-        raw = "\n".join(parts)
-        key = (raw, anonymous) if anonymous else raw
-        hit = self._memo.get(key)
-        if hit is None:
-            count, limit = self.sizer.count, self.limit
-            ctx = limit_tokens(raw, count, limit, at_line=self.at_line)
-            if self.at_line and len(parts) > 2 and len(ctx) < len(raw):
-                last = max((i for i in range(1, len(parts)) if i not in anonymous), default=0)
-                if last and len(ctx) < sum(map(len, parts[:last + 1])) + last:  # lost it
-                    ctx = limit_tokens("\n".join(self._innermost(parts, anonymous, last)),
-                                       count, limit, at_line=True)
-            hit = self._memo[key] = (ctx, self._cost(ctx))
-        return hit
-
-    def _innermost(self, parts: Sequence[str], anonymous: tuple[int, ...],
-                   last: int) -> list[str]:
-        """`parts` less those that must go for the named one at `last` to fit whole (all
-        of them when it cannot)."""
-        named = [i for i in range(1, last + 1) if i not in anonymous]
-        kept = list(range(last + 1))
-        drops = [*(i for i in reversed(kept) if i in anonymous), *named[:-1]]
-        for i in [None, *drops]:
-            if i is not None:
-                kept.remove(i)
-            if self.sizer.count("\n".join(parts[k] for k in kept)) <= self.limit:
-                return [parts[k] for k in kept] + list(parts[last + 1:])
-        return list(parts)  # too long even alone: the prefix keeps what it can
-
-    def _count_cost(self, ctx: str) -> int:
-        return self.sizer.count(ctx + "\n\n") - self.sizer.overhead if ctx else 0
-
-
-def merge_meta(chain: tuple[Node, ...], run: Iterable[Node]) -> dict[str, Any]:
-    """The metadata of a chunk: its chain's, then, for a run of sections, `*_start` the
-    least, `*_end` the greatest of the run's own (not the parent's: its span holds more than
-    the run) and other keys the first."""
-    meta: dict[str, Any] = {}
-    for node in chain:
-        meta.update(node.meta)
-    spans: dict[str, Any] = {}
-    for node in run:
-        for key, value in node.meta:
-            if key.endswith("_start"):
-                spans[key] = min(spans.get(key, value), value)
-            elif key.endswith("_end"):
-                spans[key] = max(spans.get(key, value), value)
-            else:
-                meta.setdefault(key, value)
-    meta.update(spans)
-    return meta
 
 
 def _takes(total: int, more: int, target: float, budget: int) -> bool:
@@ -273,42 +85,40 @@ class Fitter:
         """Plan the chunks of a document by its section tree, in document order."""
         root = root or build_tree(doc)
         frame = _Tree(doc, self, root)
-        return self._drive(frame, [("node", root, (root,))])
+        return self._drive(frame, [SplitNode(root, (root,))])
 
     def fit_span(self, frame: Frame, a: int, b: int) -> list[Piece]:
         """Plan the chunks of `text[a:b]` cut by the policy's splitters alone (the policy
         must name them, and cannot balance: the frame's units need not tile the text)."""
         assert self.policy.levels is not None and not self.policy.balance
-        return self._drive(frame, [("text", a, b, 0, (), -1)])
+        return self._drive(frame, [SplitText(a, b, 0, (), -1)])
 
     def fit_chars(self, frame: Frame, a: int, b: int) -> list[Piece]:
         """Plan the chunks of `text[a:b]` cut at characters alone."""
-        return self._drive(frame, [("chars", a, b, ())])
+        return self._drive(frame, [SplitChars(a, b, ())])
 
     # -- the stack ----------------------------------------------------------------------
-    def _drive(self, frame: Frame, stack: list[tuple]) -> list[Piece]:
+    def _drive(self, frame: Frame, stack: list[Work]) -> list[Piece]:
         self.frame, self.text = frame, frame.text
         out: list[Piece] = []
         stack.reverse()
         while stack:
-            item = stack.pop()
-            if item[0] == "emit":
-                out.append(item[1])
-            elif item[0] == "node":
-                _, node, chain = item
-                stack.extend(reversed(self._plan_node(node, chain)))
-            elif item[0] == "text":  # ("text", start, end, level, chain, glue)
-                _, a, b, level, chain, glue = item
-                stack.extend(reversed(self._plan_text(a, b, level, chain, glue)))
-            else:  # ("chars", start, end, chain)
-                stack.extend(reversed(self._split_chars(*item[1:])))
+            match stack.pop():
+                case Emit(piece):
+                    out.append(piece)
+                case SplitNode(node, chain):
+                    stack.extend(reversed(self._plan_node(node, chain)))
+                case SplitText(a, b, level, chain, glue):
+                    stack.extend(reversed(self._plan_text(a, b, level, chain, glue)))
+                case SplitChars(a, b, chain):
+                    stack.extend(reversed(self._split_chars(a, b, chain)))
         del self.frame, self.text
         return out
 
     # -- planning -----------------------------------------------------------------------
-    def _plan_node(self, node: Node, chain: tuple[Node, ...]) -> list[tuple]:
+    def _plan_node(self, node: Node, chain: tuple[Node, ...]) -> list[Work]:
         if node.children:
-            return self._pack(self.frame.children(node), chain)  # type: ignore[attr-defined]
+            return self._pack(self.frame.children(node), chain)
         # the glue is where the own content's first character is: a cut lands after the
         # whitespace it consumes, so a cut just before indented content must not pass
         glue = trim(self.text, node.own_start, node.end)[0] if node.own_start > node.start \
@@ -331,7 +141,7 @@ class Fitter:
         return PROSE_LEVELS if is_prose(doc, (n.kind for n in chain)) else LINED_LEVELS
 
     def _plan_text(self, a: int, b: int, level: int, chain: tuple[Node, ...],
-                   glue: int) -> list[tuple]:
+                   glue: int) -> list[Work]:
         """Split text at the first splitter from `level` that cuts it; no cut before `glue`,
         so that a heading or lead-in a leaf absorbed stays with the start of its content.
         When nothing after `glue` can be cut down to words (a lead-in too long to share a
@@ -360,33 +170,27 @@ class Fitter:
         return self._split_chars(a, b, chain)
 
     def _plan_header(self, a: int, b: int, level: int, chain: tuple[Node, ...],
-                     glue: int) -> list[tuple] | None:
+                     glue: int) -> list[Work] | None:
         """Plan `text[a:b]` when headers are glued before `glue` (definitions' signatures
-        before the first statement of a body, see `Node.lead_cuts`), or None to split it as
-        any text with a glue (cuts after `glue` only). The headers are cut from what follows
-        only when they do not fit with the first line after it (see `_header_cuts`). A part
-        too long alone is split as any text. A span of headers only (cut here) is emitted
-        whole when it fits, whatever its estimate."""
-        heads = chain[-1].lead_cuts
-        alone = -1  # a cut the packer must keep (see `_header_cuts`)
-        if b <= glue:
-            whole = self._candidate(chain, a, b)
-            if self._fits(whole):
-                return [("emit", self.frame.piece(whole, []))]
-            cuts = self._solid(a, [c for h in heads for c in (h[0], h[-1])], b) or \
-                self._solid(a, [c for h in heads for c in h[1:-1]], b)
-        else:
-            # with the whole first line after them: else that line's packing could cut
-            # them to keep a word of it (a comment line above the first statement)
-            line = self.text.find("\n", glue, b) % (b + 1)
-            if self._fits(self._candidate(chain, a, line)):
-                return None
-            if self._fits(self._candidate(chain, a, glue)):
-                cuts = [glue]
-            else:
-                cuts, alone = self._header_cuts(a, chain, glue)
-        if not cuts:
+        before the first statement of a body, see `Node.lead_cuts`) where the parser's
+        `HeaderPlanner` cuts it, or None to split it as any text with a glue (cuts after
+        `glue` only). A part too long alone is split as any text."""
+        planner = self.frame.doc.headers
+        if planner is None:
             return None
+        measured: dict[tuple[int, int], Candidate | None] = {}
+
+        def fits(s: int, e: int) -> bool:
+            cand = measured[s, e] = self._measure(chain, s, e)
+            return cand is not None and self._fits(cand)
+
+        got = planner.cuts(self.text, a, b, glue, chain[-1].lead_cuts, fits)
+        if got is None:
+            return None
+        cuts, alone = list(got.cuts), got.alone
+        if not cuts:  # one chunk, measured by `fits`
+            whole = measured[a, b] if (a, b) in measured else self._measure(chain, a, b)
+            return [Emit(self.frame.piece(whole, []))] if whole is not None else []
         # units a level above the splitters': what follows the headers is split from `level`
         units = self.frame.units([a, *cuts, b], level - 1)
         k = bisect_right(cuts, alone)  # the cut that stands for `alone` (whitespace apart)
@@ -394,78 +198,15 @@ class Fitter:
             return self._pack(units[:k], chain, glue) + self._pack(units[k:], chain, glue)
         return self._pack(units, chain, glue)
 
-    def _header_cuts(self, a: int, chain: tuple[Node, ...],
-                     glue: int) -> tuple[list[int], int]:
-        """Where headers that do not fit with what follows them are cut, and the cut the
-        packer must keep (-1: none): before and after each header (not between the last one
-        and the lines up to `glue` that fit with it: the headers of the compound statements
-        the body opens with, `for x in y:`, or comments), and between the parts of the last
-        one when it alone does not fit (but inside the longest run of parts that ends it and
-        fits); then it starts a chunk (started in the chunk of the headers before it, under
-        their shorter context, it could have fitted and been cut for nothing). The packer
-        keeps together what fits."""
-        heads = chain[-1].lead_cuts
-        last = heads[-1]
-        head, end = max(a, last[0]), last[-1]
-        cuts = [c for h in heads for c in (h[0], h[-1])]
-        # each position: the last header and the lines before it
-        lines = [*self._line_starts(end, glue), glue]
-        if not self._fits(self._candidate(chain, head, end)):
-            # its parts, but the longest run of them that ends it and fits stays whole
-            # (a signature cut from its attributes rather than between its parameters)
-            parts = list(last[1:-1])
-            tail = next((p for p in parts if self._fits(self._candidate(chain, p, end))), None)
-            if tail is not None:
-                parts = [p for p in parts if p <= tail]
-            return self._solid(a, cuts + parts + lines[:-1], glue), last[0]
-        kept = 1
-        while kept < len(lines) and self._fits(self._candidate(chain, head, lines[kept])):
-            kept += 1
-        if kept == 1:
-            return self._solid(a, cuts + lines[:-1], glue), -1
-        cuts.remove(end)
-        cuts = self._solid(a, cuts + lines[kept - 1:-1], glue)
-        return (cuts + [glue] if kept == len(lines) else cuts), -1
-
-    def _line_starts(self, a: int, b: int) -> list[int]:
-        """The first non-blank character of every line that starts inside `(a, b)`."""
-        text, out = self.text, []
-        nl = text.find("\n", a, b)
-        while nl != -1:
-            start = trim(text, nl + 1, b)[0]
-            if start < b:
-                out.append(start)
-            nl = text.find("\n", start, b) if start < b else -1
-        return out
-
-    def _solid(self, a: int, cuts: list[int], b: int) -> list[int]:
-        """The sorted `cuts` in `(a, b)` that leave no blank piece between `a` and `b`."""
-        kept: list[int] = []
-        text, last = self.text, a
-        for c in sorted(cuts):
-            if a < c < b and trim(text, last, c)[0] < c and trim(text, c, b)[0] < b:
-                kept.append(c)
-                last = c
-        return kept
-
-    def _candidate(self, chain: tuple[Node, ...], a: int, b: int) -> Candidate:
-        """`text[a:b]` (trimmed) as a chunk under `chain` (a span longer than `max_chars`
-        is not counted)."""
-        start, end = trim(self.text, a, b)
-        context, _ = self.frame.context(chain, start)
-        if end - start > self.budget.max_chars:
-            return Candidate(start, end, context, self.budget.tokens + 1, chain)
-        return Candidate(start, end, context, self.frame.count(context, start, end), chain)
-
-    def _pack(self, units: list[Unit], chain: tuple[Node, ...], glue: int = -1) -> list[tuple]:
+    def _pack(self, units: list[Unit], chain: tuple[Node, ...], glue: int = -1) -> list[Work]:
         """Greedy merge of whole consecutive units; oversized units become split tasks."""
         rest = self._rest(units) if self.policy.balance else None
         return self._run(units, chain, glue, rest, len(units))[0]
 
     def _run(self, units: list[Unit], chain: tuple[Node, ...], glue: int,
-             rest: Callable[[int], int] | None, upto: int) -> tuple[list[tuple], int]:
+             rest: Callable[[int], int] | None, upto: int) -> tuple[list[Work], int]:
         """`_pack`'s chunks that start before unit `upto`, and the unit after the last."""
-        plan: list[tuple] = []
+        plan: list[Work] = []
         over, budget, max_chars = self.sizer.overhead, self.budget.tokens, self.budget.max_chars
         context, text = self.frame.context, self.text
         stops, recut = self.policy.cuts(units)
@@ -487,7 +228,7 @@ class Fitter:
                 j = i + 1  # estimates run high: count before splitting a near miss
             cand = None
             while j > i:
-                cand = self._measure(units, i, j, chain)
+                cand = self._measure_units(units, i, j, chain)
                 if cand is None or self._fits(cand):
                     break
                 # too big: drop at least one unit, and as many as the excess needs
@@ -503,20 +244,20 @@ class Fitter:
             # estimates run high: take more whole units while the exact count allows
             while (cand is not None and j < n and not stop[j] and units[j].end <= reach
                    and _takes(cand.tokens, units[j].est - over, limit, budget)):
-                bigger = self._measure(units, i, j + 1, chain)
+                bigger = self._measure_units(units, i, j + 1, chain)
                 if bigger is None or not self._fits(bigger):
                     break
                 cand, j = bigger, j + 1
             if cand is not None and j < n and not stop[j] and recut is not None:
                 k = recut(i, j)  # the budget forced this cut: the policy may move it back
-                alt = self._measure(units, i, k, chain) if k < j else None
+                alt = self._measure_units(units, i, k, chain) if k < j else None
                 if alt is not None and self._fits(alt):
                     cand, j = alt, k
             if cand is not None:
                 # a single unit is in the chain already, but its subtree (a heading
                 # section's code block or table) must be in `kinds` too
                 run = [u.node for u in units[i:j]] if units[i].node is not None else []
-                plan.append(("emit", self.frame.piece(cand, run)))
+                plan.append(Emit(self.frame.piece(cand, run)))
             i = j
         return plan, i
 
@@ -536,37 +277,44 @@ class Fitter:
 
         return rest
 
-    def _split_task(self, unit: Unit, chain: tuple[Node, ...], glue: int) -> tuple:
+    def _split_task(self, unit: Unit, chain: tuple[Node, ...], glue: int) -> Work:
         if unit.node is not None:
-            return ("node", unit.node, (*chain, unit.node))
-        return ("text", unit.start, unit.end, unit.level + 1, chain, glue)
+            return SplitNode(unit.node, (*chain, unit.node))
+        return SplitText(unit.start, unit.end, unit.level + 1, chain, glue)
 
-    def _measure(self, units: list[Unit], i: int, j: int,
-                 chain: tuple[Node, ...]) -> Candidate | None:
-        """Units i..j-1 as one chunk: its trimmed span, context and exact count."""
-        start, end = trim(self.text, units[i].start, units[j - 1].end)
+    def _measure(self, chain: tuple[Node, ...], a: int, b: int,
+                 node: Node | None = None) -> Candidate | None:
+        """`text[a:b]` (trimmed) as one chunk under `chain` (and `node`, the one section it
+        holds whole, if any): its span, context and exact count; None when it is blank. A
+        span longer than `max_chars` cannot fit whatever its count: it is not counted, so
+        that a 50 MB paragraph is not encoded whole only to be split."""
+        start, end = trim(self.text, a, b)
         if start >= end:
             return None
-        first = units[i].node
-        if j - i == 1 and first is not None:
-            chain = (*chain, first)
+        if node is not None:
+            chain = (*chain, node)
         context, _ = self.frame.context(chain, start)
-        if end - start > self.budget.max_chars:  # (one unit) too long to fit whatever its
-            # count: not counted, so that a 50 MB paragraph is not encoded whole only to be split
+        if end - start > self.budget.max_chars:
             return Candidate(start, end, context, self.budget.tokens + 1, chain)
         return Candidate(start, end, context, self.frame.count(context, start, end), chain)
+
+    def _measure_units(self, units: list[Unit], i: int, j: int,
+                       chain: tuple[Node, ...]) -> Candidate | None:
+        """Units i..j-1 as one chunk (`_measure`)."""
+        return self._measure(chain, units[i].start, units[j - 1].end,
+                             units[i].node if j - i == 1 else None)
 
     def _fits(self, cand: Candidate) -> bool:
         """Whether a candidate may be a chunk: within the budget, and not longer in
         characters than `max_chars` (see `MAX_CHARS_PER_TOKEN`)."""
         return cand.tokens <= self.budget.tokens and cand.end - cand.start <= self.budget.max_chars
 
-    def _split_chars(self, a: int, b: int, chain: tuple[Node, ...]) -> list[tuple]:
+    def _split_chars(self, a: int, b: int, chain: tuple[Node, ...]) -> list[Work]:
         """Last resort: successive longest prefixes that fit, searched on exact counts from
         the previous prefix's length (`longest_fit`). A prefix of one character fits (the
         context takes at most half the budget), but for a single odd character next to a
         long context, which then goes without it."""
-        plan: list[tuple] = []
+        plan: list[Work] = []
         frame, text = self.frame, self.text
         budget, max_chars = self.budget.tokens, self.budget.max_chars
         guess = budget * 4
@@ -580,13 +328,13 @@ class Fitter:
                 tokens = frame.count(context, s, e)
                 if tokens > budget:
                     context, tokens = "", frame.count("", s, e)
-                plan.append(("emit", frame.piece(Candidate(s, e, context, tokens, chain), [])))
+                plan.append(Emit(frame.piece(Candidate(s, e, context, tokens, chain), [])))
             a = trim(text, lo, b)[0] if lo < b else b
         return plan
 
     # -- long spans ---------------------------------------------------------------------
     def _plan_long(self, a: int, b: int, lvl: int, split: Splitter, chain: tuple[Node, ...],
-                   glue: int) -> list[tuple] | None:
+                   glue: int) -> list[Work] | None:
         """`_plan_text` at level `lvl` for a span longer than `_WINDOW` (None when the level
         has no cut there), in bounded memory. A 50 MB line of words has 8 million units: as
         objects they would take 2 GB. Here the units are made and packed a window at a time.
@@ -607,7 +355,7 @@ class Fitter:
         units = self._long_units(iter(bounds), lvl)
         max_chars = self.budget.max_chars
         span = max(_WINDOW, 2 * max_chars)
-        plan: list[tuple] = []
+        plan: list[Work] = []
         window: list[Unit] = []
         k, more = 0, True  # the first unit of the window, among all; whether units follow
         while True:

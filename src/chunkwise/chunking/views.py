@@ -33,7 +33,9 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Sequence
 
+from ..model import embed_text
 from ..text.splitting import trim
+from .work import lead_context, merge_meta
 
 __all__ = ["VIEWS", "DocumentViews", "split_identifiers", "code_view", "table_rows",
            "view_of_rows"]
@@ -152,8 +154,6 @@ class DocumentViews:
         """The context the fitter gives a chunk [start, end): the document's lead lines,
         then the context of every enclosing section that starts before it (`Frame.context`,
         without its limit: a view is only used when the whole embed text fits)."""
-        from .fitter import lead_context
-
         chain = chain_of(self.root, start, end, self._starts)
         parts = lead_context(self.doc, chain[-1].path)
         parts += [n.context for n in chain if n.context and start > n.start]
@@ -306,10 +306,6 @@ _NONSPACE = re.compile(r"\S")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 
-def embed_of(context: str, text: str) -> str:
-    return f"{context}\n\n{text}" if context else text
-
-
 def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
                 room: int, allowed: Iterable[str] | None = None,
                 root: Any = None) -> list[tuple[Any, str | None]]:
@@ -338,7 +334,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         yield p, None
         return
     context, view = got if got is not None else ("", "")
-    tokens = count(embed_of(context, view)) if got is not None else room + 1
+    tokens = count(embed_text(context, view)) if got is not None else room + 1
     if tokens <= room:
         yield replace(p, context=context, tokens=tokens), view
         return
@@ -371,7 +367,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
                 break
             if got[0] and views.context_tokens(got[0], count) > room:
                 break  # the context alone is over: no run of rows fits under it
-            t = count(embed_of(*got))
+            t = count(embed_text(*got))
             if t > room:
                 break
             best = (j, sub, got, t)
@@ -379,10 +375,10 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         if best is None:  # one row whose view does not fit: it keeps its text
             sub = _sub(p, starts[i], ends[i], text, views.rows_of(table), views.context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else count(embed_of(sub.context, text[sub.start:sub.end]))
+            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
             if t > room:  # the piece's own context, which fitted with more rows
                 sub = replace(sub, context=p.context)
-                t = count(embed_of(sub.context, text[sub.start:sub.end]))
+                t = count(embed_text(sub.context, text[sub.start:sub.end]))
             yield replace(sub, tokens=t), None
             i += 1
             continue
@@ -395,8 +391,6 @@ def _sub(p: Any, start: int, end: int, text: str, rows: tuple[list[Any], list[in
          context_at: Callable[[int, int], str] | None = None) -> Any:
     """The rows of `p` in [start, end), trimmed like the fitter's pieces, with the row
     numbers of those rows (`merge_meta`'s rule: `*_start` the least, `*_end` the greatest)."""
-    from .fitter import merge_meta
-
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():

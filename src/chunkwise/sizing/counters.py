@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ..model import embed_text
 from .sizers import Sizer
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class SpanCounter:
         """Tokens that `context + "\\n\\n"` adds before a text."""
         cost = self._contexts.get(context)
         if cost is None:
-            cost = self.sizer.count(context + "\n\n") - self.sizer.overhead if context else 0
+            cost = self.sizer.count(embed_text(context, "")) - self.sizer.overhead if context else 0
             self._contexts[context] = cost
         return cost
 
@@ -67,7 +68,7 @@ class SpanCounter:
         when the context is empty)."""
         if not context:
             return self.span(a, b)
-        return self.sizer.count(f"{context}\n\n{self.text[a:b]}")
+        return self.sizer.count(embed_text(context, self.text[a:b]))
 
     def _count(self, a: int, b: int) -> int:
         return self.sizer.count(self.text[a:b])
@@ -115,7 +116,7 @@ class AnchoredCounter(SpanCounter):
         if m is None or m.end() > b:
             return super().embed(context, a, b)
         p = m.end()
-        return self._inner(f"{context}\n\n{self.text[a:p]}") + self.span(p, b)
+        return self._inner(embed_text(context, self.text[a:p])) + self.span(p, b)
 
     def _joins(self, a: int) -> bool:
         """Whether the start of `text[a:]` is an anchor right after `"\\n\\n"`."""

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from ...errors import ConfigError
 from ..fitter import Budget, Fitter, Piece
 from ...model import ParsedDocument
+from ..structure import Node
 from ...sizing.sizers import Sizer
 from .spec import Factory, NoOptions, SemanticOptions, Setup, Strategy
 
@@ -53,8 +54,8 @@ class Structure:
     def __init__(self, sizer: Sizer) -> None:
         self.sizer = sizer
 
-    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
-        return Fitter(self.sizer, budget).fit(doc)
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+        return Fitter(self.sizer, budget).fit(doc, root)
 
 
 def _structure(setup: Setup, options: NoOptions) -> Structure:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..fitter import (Budget, Candidate, Contexts, Fitter, Piece, Policy, Unit, held_kinds,
                       lead_context, merge_meta)
-from ...model import ParsedDocument
+from ...model import ParsedDocument, embed_text
 from ...sizing.sizers import Sizer
 from ...text.splitting import Splitter, trim
 from ..structure import Node, build_tree
@@ -48,6 +48,13 @@ class SectionIndex:
         heading path of its section) and its token cost inside an embed text."""
         return self.contexts.of(lead_context(self.doc, self.chain_at(pos)[-1].path))
 
+    def children(self, node: Node) -> list[Unit]:
+        """The units of a node's children, each counted on its own (the baselines pack
+        spans, not sections: `Fitter.fit` uses the tree's own frame)."""
+        kids = node.children
+        ests = self.estimates([*(c.start for c in kids), node.end])
+        return [Unit(c.start, c.end, est, c, 0) for c, est in zip(kids, ests)]
+
     def units(self, bounds: Sequence[int], level: int) -> list[Unit]:
         text = self.text
         spans = [trim(text, s, e) for s, e in zip(bounds, bounds[1:])]
@@ -55,12 +62,18 @@ class SectionIndex:
         ests = self.sizer.count_many([text[s:e] for s, e in spans])
         return [Unit(s, e, c, None, level) for (s, e), c in zip(spans, ests)]
 
+    def estimates(self, bounds: Sequence[int]) -> list[int]:
+        """The counts of the tiles between consecutive `bounds`, each trimmed (one per tile,
+        a blank one included, which `units` leaves out)."""
+        text = self.text
+        return self.sizer.count_many([text[s:e] for s, e in
+                                      (trim(text, a, b) for a, b in zip(bounds, bounds[1:]))])
+
     def context(self, chain: tuple[Node, ...], start: int) -> tuple[str, int]:
         return self.context_at(start)
 
     def count(self, context: str, a: int, b: int) -> int:
-        text = self.text[a:b]
-        return self.sizer.count(f"{context}\n\n{text}" if context else text)
+        return self.sizer.count(embed_text(context, self.text[a:b]))
 
     def piece(self, cand: Candidate, run: list[Node]) -> Piece:
         """A planned chunk for the span; kinds and metadata from the leaves it touches."""

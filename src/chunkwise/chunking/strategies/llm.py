@@ -26,6 +26,7 @@ from ...sizing.sizers import Sizer
 from ...text.splitting import LINES, SENTENCES, WORDS, is_prose, trim
 from .spec import NoOptions, Setup
 from .base import SectionIndex, pack_span
+from ..structure import Node, build_tree
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,10 @@ class LLMStrategy:
         #: `fallback: <reason>` count per refused answer
         self.stats: Counter = Counter()
 
-    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
-        fallback = Fitter(self.sizer, budget).fit(doc)
-        index = SectionIndex(doc, self.sizer, budget)
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+        root = root or build_tree(doc)
+        fallback = Fitter(self.sizer, budget).fit(doc, root)
+        index = SectionIndex(doc, self.sizer, budget, root=root)
         limit = budget.tokens
         out: list[Piece] = []
         stats: Counter = Counter()

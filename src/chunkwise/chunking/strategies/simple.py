@@ -15,6 +15,7 @@ from typing import Sequence
 from ...sizing.boundaries import token_starts
 from ..fitter import Budget, Candidate, Fitter, Piece, Policy
 from ...model import ParsedDocument
+from ..structure import Node
 from ...sizing.sizers import Sizer
 from ...text.splitting import LINES, PARAGRAPHS, SENTENCES, WORDS, Splitter, trim
 from .spec import NoOptions, Setup
@@ -30,8 +31,9 @@ class Packed:
     def __init__(self, sizer: Sizer, levels: Sequence[Splitter]) -> None:
         self.sizer, self.levels = sizer, tuple(levels)
 
-    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
-        return pack_span(SectionIndex(doc, self.sizer, budget), self.levels, 0, len(doc.text))
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+        return pack_span(SectionIndex(doc, self.sizer, budget, root=root), self.levels, 0,
+                         len(doc.text))
 
 
 def sentence(setup: Setup, options: NoOptions) -> Packed:
@@ -53,8 +55,8 @@ class Fixed:
     def __init__(self, sizer: Sizer, tokenizer: str, overlap: int) -> None:
         self.sizer, self.tokenizer, self.overlap = sizer, tokenizer, overlap
 
-    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
-        return plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap)
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+        return plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap, root)
 
 
 def fixed(setup: Setup, options: NoOptions) -> Fixed:
@@ -62,7 +64,7 @@ def fixed(setup: Setup, options: NoOptions) -> Fixed:
 
 
 def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: Budget,
-               overlap: int = 0) -> list[Piece]:
+               overlap: int = 0, root: Node | None = None) -> list[Piece]:
     """Windows of as many tokens as fit the budget (context included), cut at token
     boundaries; each window starts `overlap` tokens before the previous one ends. A token
     longer than the window's room in characters (see `MAX_CHARS_PER_TOKEN`) is cut at
@@ -74,7 +76,7 @@ def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: Budget
     shortened by the excess, token boundary by token boundary, until it fits.
     """
     text, limit = doc.text, budget.tokens
-    index = SectionIndex(doc, sizer, budget)
+    index = SectionIndex(doc, sizer, budget, root=root)
     chars = Fitter(sizer, budget, policy=Policy(levels=(), marks=False, balance=False))
     starts = token_starts(tokenizer)(text)
     cuts = array("q", [0])  # (an array: a 50 MB text has some 10 million tokens)

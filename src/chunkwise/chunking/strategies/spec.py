@@ -11,6 +11,7 @@ from typing import Any, Callable, ClassVar, Mapping, Protocol
 from ...errors import ConfigError
 from ..fitter import Budget, Piece
 from ...model import ParsedDocument
+from ..structure import Node
 from ...sizing.sizers import Sizer
 
 
@@ -24,8 +25,10 @@ class Strategy(Protocol):
     #: cumulative counters (embedding or LLM calls, fallbacks, ...)
     stats: Mapping[str, int]
 
-    def plan(self, doc: ParsedDocument, budget: Budget) -> list[Piece]:
-        """The planned chunks of a document, each within `budget`."""
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+        """The planned chunks of a document, each within `budget`; `root`: its section tree
+        (`build_tree(doc)`, built once by the chunker for planning and assembly; built here
+        when None)."""
 
 
 @dataclass(frozen=True, slots=True)
