@@ -1,0 +1,220 @@
+"""The ingest pipeline's stages, each alone (`chunkwise.pipeline`): stage 2 on real fixture
+files (unchanged files not parsed, bad files failed with a reason), stage 4's planning of
+changed, unchanged and removed chunks against a real Chroma collection, the process pool's
+order and crash recovery, and the choice of the root.
+
+Vectors come from a hash of the text (`hashembed`): what is tested is the pipeline's logic,
+not retrieval."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from chunkwise import Chunker
+from chunkwise.chroma.store import SourceState, Store, StoreError, connect
+from chunkwise.errors import ConfigError
+from chunkwise.pipeline import IngestOptions, ingest
+from chunkwise.pipeline.collection import choose_root
+from chunkwise.pipeline.discover import discover
+from chunkwise.pipeline.options import IngestReport, worker_count
+from chunkwise.pipeline.pool import prepared_in_order
+from chunkwise.pipeline.stages import (Planner, PrepareOptions, options_fingerprint, plan_file,
+                                       prepare, write_window)
+
+from conftest import FIXTURES
+from hashembed import HASH
+
+TEXTS = ("fastapi__features.md", "alice-in-wonderland.txt", "fastapi__fastapi__background.py",
+         "538__trump-poll-tweets.csv")
+
+
+@pytest.fixture(scope="module")
+def chunker() -> Chunker:
+    return Chunker(max_tokens=128, tokenizer="minilm")
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in TEXTS:
+        shutil.copy(FIXTURES / name, docs / name)
+    return docs
+
+
+def stage2_options(chunker, **kw) -> PrepareOptions:
+    return PrepareOptions(chunker, None, options_fingerprint(chunker, None, HASH.identity), **kw)
+
+
+# -- stage 2: prepare -----------------------------------------------------------------------
+def test_prepare_chunks_a_new_file_and_skips_an_unchanged_one(folder, chunker):
+    opts = stage2_options(chunker)
+    (task,) = [t for t in discover([folder]).files if t.source == "fastapi__features.md"]
+    new = prepare(task, None, opts)
+    assert new.status == "chunked" and new.chunks and new.reason == ""
+    text = (folder / task.source).read_text(encoding="utf-8")
+    assert all(c.text == text[c.start:c.end] for c in new.chunks)
+    stored = SourceState(new.content_hash, opts.options, len(new.chunks), len(new.chunks))
+    again = prepare(task, stored, opts)
+    assert again.status == "unchanged" and again.chunks == ()
+    assert again.content_hash == new.content_hash
+    # other options, or a record missing, and the file is chunked again
+    other = PrepareOptions(chunker, "text", options_fingerprint(chunker, "text", HASH.identity))
+    assert prepare(task, stored, other).status == "chunked"
+    short = SourceState(new.content_hash, opts.options, len(new.chunks), len(new.chunks) - 1)
+    assert prepare(task, short, opts).status == "chunked"
+
+
+def test_prepare_fails_a_bad_file_with_its_reason(folder, chunker, tmp_path):
+    tasks = {t.source: t for t in discover([folder]).files}
+    small = stage2_options(chunker, max_file_size=100)
+    too_big = prepare(tasks["alice-in-wonderland.txt"], None, small)
+    assert too_big.status == "failed" and "limit" in too_big.reason
+    os.remove(folder / "fastapi__features.md")
+    gone = prepare(tasks["fastapi__features.md"], None, stage2_options(chunker))
+    assert gone.status == "failed" and gone.reason.startswith("cannot read")
+    (folder / "broken.json").write_text('{"a": [1, 2', encoding="utf-8")
+    (bad,) = [t for t in discover([folder / "broken.json"]).files]
+    failed = prepare(bad, None, stage2_options(chunker))
+    assert failed.status == "failed" and failed.reason and "broken.json: " not in failed.reason
+
+
+# -- stage 4: plan and write ----------------------------------------------------------------
+def stored_of(store: Store, source: str) -> dict:
+    return store.chunks_of(source)
+
+
+def test_plan_against_the_store_upserts_new_refreshes_kept_deletes_stale(folder, chunker,
+                                                                         tmp_path):
+    opts = stage2_options(chunker)
+    store = Store(connect(db_path=tmp_path / "db"), "plans", HASH, create=True)
+    (task,) = [t for t in discover([folder]).files if t.source == "fastapi__features.md"]
+    first = prepare(task, None, opts)
+    plan = plan_file(task.source, first.chunks, {}, first.content_hash, opts.options)
+    assert len(plan.embed) == len({c.embed_text for c in first.chunks}) and not plan.stale
+    plan.vectors = list(HASH.embed([c.embed_text for c, _ in plan.embed]))
+    write_window(store, [plan])
+    stored = stored_of(store, task.source)
+    assert set(stored) == {c.id for c, _ in plan.embed}
+
+    same = plan_file(task.source, first.chunks, stored, first.content_hash, opts.options)
+    assert not (same.embed or same.refresh or same.stale)
+
+    # an edit in the middle: the chunks after it move (new spans, new ids), the first stay
+    text = (folder / task.source).read_text(encoding="utf-8")
+    middle = text.index("\n## ", len(text) // 2)
+    (folder / task.source).write_text(text[:middle] + "\n\nA new paragraph.\n" + text[middle:],
+                                      encoding="utf-8")
+    edited = prepare(task, SourceState(first.content_hash, opts.options, len(first.chunks),
+                                       len(stored)), opts)
+    assert edited.status == "chunked" and edited.content_hash != first.content_hash
+    change = plan_file(task.source, edited.chunks, stored, edited.content_hash, opts.options)
+    new_ids = {c.id for c in edited.chunks}
+    assert {c.id for c, _ in change.embed} == new_ids - set(stored)
+    assert set(change.stale) == set(stored) - new_ids and change.stale
+    # kept chunks carry the new content hash: a metadata refresh, no embedding
+    assert {i for i, _ in change.refresh} == new_ids & set(stored)
+    assert all(m["content_hash"] == edited.content_hash for _, m in change.refresh)
+    change.vectors = list(HASH.embed([c.embed_text for c, _ in change.embed]))
+    write_window(store, [change])
+    assert set(stored_of(store, task.source)) == new_ids
+
+
+def test_planner_counts_unchanged_changed_failed_and_reuses_stored_vectors(folder, chunker,
+                                                                           tmp_path):
+    db = tmp_path / "db"
+    ingest([folder], db_path=db, embedder=HASH, workers=1, chunker=chunker)
+    (folder / "alice-in-wonderland.txt").write_text("A changed book.\n", encoding="utf-8")
+    os.remove(folder / "538__trump-poll-tweets.csv")
+    store = Store(connect(db_path=db), "chunkwise", HASH, create=False)
+    states = store.summary()
+    opts = stage2_options(chunker)
+    report = IngestReport()
+    told = []
+    found = discover([folder]).files
+    planner = Planner(store, report, states, opts.options, len(found), told.append)
+    plans = []
+    for task in found:
+        plan = planner.take(prepare(task, states.get(task.source), opts))
+        planner.tell(task.source)
+        if plan is not None:
+            plans.append(plan)
+    assert [p.source for p in plans] == ["alice-in-wonderland.txt"]
+    assert report.files == 3 and report.skipped == 2 and report.changed == 1
+    assert [t.files_done for t in told] == [1, 2, 3] and told[-1].files_total == 3
+    # the removed file is still stored: planning never deletes what it was not shown
+    assert "538__trump-poll-tweets.csv" in states
+    # a vector stored for another file is found by its embed text's hash
+    md = store.chunks_of("fastapi__features.md")
+    some = next(iter(md.values()))["embed_hash"]
+    assert set(planner.known([some, "0" * 64])) == {some}
+
+
+# -- the process pool -----------------------------------------------------------------------
+class KillingChunker:
+    """The real chunker, except that a file holding `KILL-THE-WORKER` ends its process at
+    once (as a crash in a parser's C code, or the out-of-memory killer, would)."""
+
+    def __init__(self) -> None:
+        self.chunker = Chunker(max_tokens=128, tokenizer="minilm")
+        self.fingerprint = self.chunker.fingerprint
+
+    def parse_bytes(self, data: bytes, **kwargs):
+        if b"KILL-THE-WORKER" in data:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.chunker.parse_bytes(data, **kwargs)
+
+    def chunk_document(self, doc):
+        return self.chunker.chunk_document(doc)
+
+
+def test_pool_gives_discovery_order_and_a_crash_fails_one_file(folder):
+    (folder / "poison.txt").write_text("KILL-THE-WORKER\n", encoding="utf-8")
+    opts = stage2_options(KillingChunker())
+    tasks = discover([folder]).files
+    pooled = list(prepared_in_order(tasks, {}, opts, 2))
+    assert [p.source for p in pooled] == [t.source for t in tasks]
+    by = {p.source: p for p in pooled}
+    assert by["poison.txt"].status == "failed" and "worker process" in by["poison.txt"].reason
+    inline = {p.source: p for p in prepared_in_order(
+        [t for t in tasks if t.source != "poison.txt"], {}, stage2_options(KillingChunker().chunker), 1)}
+    for source, p in inline.items():
+        assert by[source].status == "chunked" and by[source].chunks == p.chunks
+
+
+def test_worker_count():
+    assert worker_count(None) == max(1, os.cpu_count() or 1)
+    assert worker_count(3) == 3
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ConfigError):
+            worker_count(bad)
+
+
+# -- roots ----------------------------------------------------------------------------------
+def test_root_is_given_then_recorded_then_the_folder(folder, tmp_path):
+    sub = folder / "sub"
+    sub.mkdir()
+    assert choose_root([folder], None, None, "c") == folder.resolve()
+    assert choose_root([sub], tmp_path, None, "c") == tmp_path.resolve()
+    # a folder inside the recorded root keeps it: names stay those of the first run
+    assert choose_root([sub], None, str(folder.resolve()), "c") == folder.resolve()
+    with pytest.raises(StoreError, match="relative to"):
+        choose_root([tmp_path], None, str(folder.resolve()), "c")
+    with pytest.raises(ConfigError):
+        choose_root([folder], folder / "nope", None, "c")
+
+
+def test_one_options_object_or_keywords(folder, tmp_path):
+    opts = IngestOptions(embedder=HASH, workers=1, db_path=tmp_path / "a")
+    by_object = ingest([folder], opts)
+    by_keywords = ingest([folder], embedder=HASH, workers=1, db_path=tmp_path / "b")
+    assert by_object.to_dict()["written"] == by_keywords.to_dict()["written"] > 0
+    over = ingest([folder], opts, db_path=tmp_path / "c", prune=True)
+    assert over.written == by_object.written
+    with pytest.raises(TypeError):
+        ingest([folder], opts, no_such_option=1)
