@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,7 @@ from chunkwise.pipeline.stages import (Planner, PrepareOptions, options_fingerpr
 from conftest import FIXTURES
 from hashembed import HASH
 
+ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ("fastapi__features.md", "alice-in-wonderland.txt", "fastapi__fastapi__background.py",
          "538__trump-poll-tweets.csv")
 
@@ -218,3 +222,107 @@ def test_one_options_object_or_keywords(folder, tmp_path):
     assert over.written == by_object.written
     with pytest.raises(TypeError):
         ingest([folder], opts, no_such_option=1)
+
+
+# -- from any program: a script without a guard, python -c, standard input ----------------
+
+PIDS = '''\
+import os
+from chunkwise import Chunker
+
+
+class PidChunker:
+    """The real chunker, writing down the process that parses each file."""
+
+    def __init__(self, log):
+        self.chunker, self.log = Chunker(max_tokens=128, tokenizer="minilm"), log
+        self.fingerprint = self.chunker.fingerprint
+
+    def parse_bytes(self, data, **kwargs):
+        with open(self.log, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        return self.chunker.parse_bytes(data, **kwargs)
+
+    def chunk_document(self, doc):
+        return self.chunker.chunk_document(doc)
+'''
+
+
+def run_python(args: list[str], cwd: Path, stdin: str | None = None,
+               timeout: float = 600) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(cwd)])}
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    return done, time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("how", ["script", "-c", "stdin"])
+def test_workers_never_run_the_callers_program_again(folder, tmp_path, how):
+    """A program without an `if __name__ == "__main__":` guard: its module-level code runs
+    once, the files are parsed in worker processes all the same."""
+    (tmp_path / "pidchunker.py").write_text(PIDS, encoding="utf-8")
+    program = ("import os\n"
+               "print('module level', os.getpid())\n"
+               "from chunkwise.pipeline import ingest\n"
+               "from hashembed import HASH\n"
+               "from pidchunker import PidChunker\n"
+               f"r = ingest([{str(folder)!r}], db_path='db', embedder=HASH, workers=2,\n"
+               "           chunker=PidChunker('pids.txt'))\n"
+               "print('report', r.files, len(r.failed), r.workers)\n")
+    if how == "script":
+        (tmp_path / "unguarded.py").write_text(program, encoding="utf-8")
+        done, _ = run_python(["unguarded.py"], tmp_path)
+    elif how == "-c":
+        done, _ = run_python(["-c", program], tmp_path)
+    else:
+        done, _ = run_python(["-"], tmp_path, stdin=program)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.splitlines()
+    assert [l.split()[0] for l in lines] == ["module", "report"], done.stdout
+    parent = lines[0].split()[-1]
+    assert lines[1].split()[1:] == [str(len(TEXTS)), "0", "2"]
+    pids = (tmp_path / "pids.txt").read_text().split()
+    assert len(pids) == len(TEXTS) and parent not in pids  # parsed in the workers
+    assert "standard input" not in done.stderr and "in this process" not in done.stderr
+
+
+def test_a_chunker_defined_in_the_script_is_parsed_in_process(folder, tmp_path):
+    program = ("from chunkwise import Chunker\n"
+               "from chunkwise.pipeline import ingest\n"
+               "from hashembed import HASH\n"
+               "class Mine:\n"
+               "    def __init__(self):\n"
+               "        self.chunker = Chunker(max_tokens=128)\n"
+               "        self.fingerprint = self.chunker.fingerprint\n"
+               "    def parse_bytes(self, data, **kw):\n"
+               "        return self.chunker.parse_bytes(data, **kw)\n"
+               "    def chunk_document(self, doc):\n"
+               "        return self.chunker.chunk_document(doc)\n"
+               "print('module level')\n"
+               f"r = ingest([{str(folder)!r}], db_path='db', embedder=HASH, workers=2,\n"
+               "           chunker=Mine())\n"
+               "print('report', r.files, len(r.failed))\n")
+    (tmp_path / "mine.py").write_text(program, encoding="utf-8")
+    done, _ = run_python(["mine.py"], tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.split() == ["module", "level", "report", str(len(TEXTS)), "0"]
+    assert "parsing in this process" in done.stderr
+
+
+@pytest.mark.slow
+def test_the_readme_api_block_as_a_plain_script(tmp_path):
+    """The README's Python API block, saved as a script as a reader would (no guard), with
+    the real model: once, no traceback, about as long as the CLI on the same folder."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert "ingest(" in block
+    shutil.copytree(FIXTURES, tmp_path / "fixtures")
+    (tmp_path / "readme_api.py").write_text("print('module level')\n" + block, encoding="utf-8")
+    done, script = run_python(["readme_api.py"], tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.count("module level") == 1
+    cli, took = run_python(["-m", "chunkwise.cli", "ingest", "fixtures/", "--db", "cli-db",
+                            "--quiet"], tmp_path)
+    assert cli.returncode == 0, cli.stderr
+    print(f"README API block as a script: {script:.1f} s; CLI ingest of fixtures/: {took:.1f} s")

@@ -1,13 +1,17 @@
 """Stage 2 over many files, results in discovery order: inline, or in a pool of spawned
 worker processes (`prepared_in_order`). A file that kills its worker fails alone; the pool
 is started afresh for the rest.
+
+The workers are started by `embeddings.process.spawn_context`: they never import the
+caller's main module, so `ingest` with workers runs from a script without a `__main__`
+guard, a notebook, `python -c` or standard input, and the caller's program runs once. They
+log at the level the caller's `chunkwise` logger has (`--quiet`: errors only).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -15,6 +19,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Iterator
 
 from ..chroma.store import SourceState
+from ..embeddings.process import sendable, spawn_context
 from .discover import FileTask
 from .stages import Prepared, PrepareOptions, prepare
 
@@ -28,13 +33,10 @@ def prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
     its worker (a crash in a parser's C code, the kernel's out-of-memory killer) fails alone:
     the files in flight when the pool broke are run again one at a time, each in a process
     of its own, and the pool is started afresh for the rest."""
-    if workers > 1 and len(tasks) > 1 and not picklable(opts):
-        log.warning("these chunking options cannot be sent to worker processes; "
-                    "parsing in this process")
-        workers = 1
-    if workers > 1 and len(tasks) > 1 and not can_spawn():
-        log.warning("worker processes cannot start from a program read from standard input; "
-                    "parsing in this process (run a script file to use workers)")
+    if workers > 1 and len(tasks) > 1 and not sendable(opts):
+        log.warning("these chunking options cannot be sent to worker processes (an object "
+                    "that does not pickle, or a class of the main script); parsing in this "
+                    "process")
         workers = 1
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
@@ -45,20 +47,11 @@ def prepared_in_order(tasks: list[FileTask], states: dict[str, SourceState],
         yield from _pooled(todo, states, opts, workers)
 
 
-def can_spawn() -> bool:
-    """Whether a spawned process can import the main module (it cannot when the program was
-    read from stdin: multiprocessing then looks for a file named `<stdin>`)."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    return path is None or os.path.exists(path)
-
-
 def _pool(workers: int, opts: PrepareOptions) -> ProcessPoolExecutor:
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process holding Chroma's threads
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(opts, os.getpid()))
+    # spawn: no fork of a process holding Chroma's threads
+    level = logging.getLogger("chunkwise").getEffectiveLevel()
+    return ProcessPoolExecutor(max_workers=workers, mp_context=spawn_context(),
+                               initializer=_worker_init, initargs=(opts, os.getpid(), level))
 
 
 def _pooled(todo: deque[FileTask], states: dict[str, SourceState], opts: PrepareOptions,
@@ -104,6 +97,7 @@ def _alone(task: FileTask, stored: SourceState | None, opts: PrepareOptions) -> 
 
 
 def picklable(obj: object) -> bool:
+    """Whether `obj` pickles (what the Ray runner sends its tasks)."""
     import pickle
 
     try:
@@ -116,9 +110,10 @@ def picklable(obj: object) -> bool:
 _worker_opts: PrepareOptions | None = None
 
 
-def _worker_init(opts: PrepareOptions, parent: int) -> None:
+def _worker_init(opts: PrepareOptions, parent: int, level: int) -> None:
     global _worker_opts
     _worker_opts = opts
+    logging.getLogger("chunkwise").setLevel(level)  # its records reach stderr unconfigured
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
                      name="chunkwise-parent-watch").start()
 

@@ -35,7 +35,7 @@ from ..embeddings.process import EmbeddingProcess
 from ..errors import ConfigError
 from .collection import open_session
 from .options import IngestOptions, IngestProgress, IngestReport, worker_count
-from .pool import can_spawn, prepared_in_order
+from .pool import prepared_in_order
 from .threads import LocalRunner
 
 __all__ = ["IngestOptions", "IngestProgress", "IngestReport", "ingest"]
@@ -68,7 +68,7 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
         run, emb = session.run, session.embedder
         # With worker processes, the model gets a process of its own too (see embedding_process)
         away = EmbeddingProcess(emb.spec, device=opts.device) if (
-            workers > 1 and emb.spec is not None and not emb.local_only and can_spawn()) else None
+            workers > 1 and emb.spec is not None and not emb.local_only) else None
         runner = LocalRunner(session.planner, away.embedder(emb) if away else emb)
         try:
             for prepared in prepared_in_order(run.found.files, run.states, run.opts, workers):
