@@ -326,3 +326,39 @@ def test_the_readme_api_block_as_a_plain_script(tmp_path):
                             "--quiet"], tmp_path)
     assert cli.returncode == 0, cli.stderr
     print(f"README API block as a script: {script:.1f} s; CLI ingest of fixtures/: {took:.1f} s")
+
+
+# -- the root of a collection ---------------------------------------------------------------
+def test_an_empty_or_failed_first_ingest_records_no_root(tmp_path):
+    empty, broken, one, other = (tmp_path / n for n in ("empty", "broken", "one", "other"))
+    for f in (empty, broken, one, other):
+        f.mkdir()
+    (broken / "bad.json").write_text('{"a": [1, 2', encoding="utf-8")
+    shutil.copy(FIXTURES / "fastapi__features.md", one)
+    shutil.copy(FIXTURES / "alice-in-wonderland.txt", other)
+    db = tmp_path / "db"
+    assert ingest([empty], db_path=db, embedder=HASH, workers=1).files == 0
+    failed = ingest([broken], db_path=db, embedder=HASH, workers=1)
+    assert failed.failed and failed.written == 0
+    first = ingest([one], db_path=db, embedder=HASH, workers=1)
+    assert first.written > 0 and first.root == str(one.resolve()) and not first.failed
+    with pytest.raises(StoreError) as refused:  # now the collection holds documents of one/
+        ingest([other], db_path=db, embedder=HASH, workers=1)
+    message = str(refused.value)
+    assert f"relative to {one.resolve()}" in message and "--rebuild" in message
+    with pytest.raises(StoreError, match="without --root"):
+        ingest([one], db_path=db, embedder=HASH, workers=1, root=tmp_path)
+    rebuilt = ingest([other], db_path=db, embedder=HASH, workers=1, rebuild=True)
+    assert rebuilt.written > 0 and rebuilt.root == str(other.resolve())
+
+
+def test_the_cli_after_an_empty_first_ingest(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "one").mkdir()
+    shutil.copy(FIXTURES / "fastapi__features.md", tmp_path / "one")
+    (tmp_path / "hashvec.py").write_text("from hashembed import HASH\n")
+    base = ["-m", "chunkwise.cli", "ingest", "--db", "X", "--embedder", "hashvec:HASH"]
+    done, _ = run_python([*base[:3], "empty", *base[3:]], tmp_path)
+    assert done.returncode == 0, done.stderr
+    done, _ = run_python([*base[:3], "one", *base[3:]], tmp_path)
+    assert done.returncode == 0 and "relative to" not in done.stderr, done.stderr

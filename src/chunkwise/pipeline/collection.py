@@ -37,7 +37,8 @@ def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | No
     """The root of this run: `root` if given; else the collection's own root when every path
     lies inside it; else the folder given (see `discover.default_root`). A collection keeps
     the root it was first written from: another one is refused, since its sources would name
-    the same files differently."""
+    the same files differently; the error says what gets out (`--rebuild`, or the recorded
+    root)."""
     if root is not None:
         chosen = resolve_root(root)
     else:
@@ -47,10 +48,14 @@ def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | No
             if all(inside(Path(os.path.abspath(os.fspath(p))).resolve(), rec) for p in paths):
                 chosen = rec
     if recorded is not None and Path(recorded) != chosen:
-        raise StoreError(
-            f"collection {collection!r} holds documents named relative to {recorded}, not "
-            f"{chosen}: ingest paths inside {recorded} (or --root {recorded}), or use another "
-            "--collection")
+        given = [Path(os.path.abspath(os.fspath(p))).resolve() for p in paths]
+        if root is not None and all(inside(p, Path(recorded)) for p in given):
+            fix = f"ingest them without --root (API: root=None), or with --root {recorded}"
+        else:
+            fix = (f"--rebuild empties it and names documents relative to {chosen} "
+                   f"(API: rebuild=True), or use another --collection")
+        raise StoreError(f"collection {collection!r} holds documents named relative to "
+                         f"{recorded}, not {chosen}: {fix}")
     return chosen
 
 
@@ -93,11 +98,14 @@ class Run:
     report: IngestReport
     opts: PrepareOptions
     discover_seconds: float
+    unrecorded_root: str | None = None
+    """The root to record before the first write; None when the collection has it."""
 
 
 def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunker: ChunkerLike,
               emb: Embedder, *, workers: int, hashes: set[str] | None = None) -> Run:
-    """Open (or `rebuild`) the collection, choose and record the root, repair a damaged
+    """Open (or `rebuild`) the collection, choose the root (recorded by the planner before
+    the first write, so a run that writes nothing pins nothing), repair a damaged
     index, discover the files under `paths` and read what is stored (one paged pass;
     `hashes`, when given, gets every stored embed hash on the way). `paths=None` discovers
     nothing: the caller brings its own files, named relative to `root`, and adds them to
@@ -106,8 +114,10 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
     if opts.rebuild:
         _drop(c, collection, opts.retry_delays)
     store = Store(c, collection, emb, create=True, retry_delays=opts.retry_delays)
-    recorded = store.root
-    if recorded is None and store.count() > 0:
+    held = store.count()
+    # a collection that holds nothing is named from no root, whatever an earlier run recorded
+    recorded = store.root if held else None
+    if recorded is None and held > 0:
         raise StoreError(
             f"collection {collection!r} was written by an earlier chunkwise, which named "
             "documents by the path as typed (so one folder could be stored several times); "
@@ -120,8 +130,6 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
                          max_file_size=opts.max_file_size)
     else:
         found = Discovery(root=the_root, scopes=[""])
-    if recorded is None:
-        store.set_root(str(the_root))
     report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
                           repaired=repaired)
     report.ignored.extend(found.skipped)
@@ -133,7 +141,8 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
     states = store.summary(hashes)
     opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
                           opts.max_file_size, opts.file_timeout)
-    return Run(store, found, states, report, opts, time.perf_counter() - t0)
+    return Run(store, found, states, report, opts, time.perf_counter() - t0,
+               None if recorded is not None else str(the_root))
 
 
 def _heal_if_damaged(store: Store, emb: Embedder) -> int:
@@ -234,5 +243,6 @@ def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
         # an empty collection at the start has nothing to lend: only this run's vectors
         fresh = trust_empty and not run.states and run.store.count() == 0
         planner = Planner(run.store, run.report, run.states, run.opts.options,
-                          len(run.found.files), opts.progress, fresh=fresh)
+                          len(run.found.files), opts.progress, fresh=fresh,
+                          root=run.unrecorded_root)
         yield Session(run, planner, chunker, emb, opts, started)

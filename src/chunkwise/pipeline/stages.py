@@ -242,15 +242,17 @@ class Planner:
     each changed file against the store (`plan_file`), finds the vectors already known by
     embed hash (this run's memo, then the collection), and keeps the report's timers. The
     plans go to a `WriteThread`. `fresh`: the collection was empty at the start, so it has no
-    vectors to lend and is not asked."""
+    vectors to lend and is not asked. `root`: the root to record in the collection before
+    its first write (None: recorded already), so that a run that writes nothing (an empty
+    or unreadable folder) leaves the collection free to take another."""
 
     def __init__(self, store: Store, report: IngestReport, states: dict[str, SourceState],
                  options: str, files_total: int,
                  progress: Callable[[IngestProgress], None] | None, *,
-                 fresh: bool = False) -> None:
+                 fresh: bool = False, root: str | None = None) -> None:
         self.store, self.report, self.states = store, report, states
         self.options, self.files_total, self.progress = options, files_total, progress
-        self.fresh = fresh
+        self.fresh, self.root = fresh, root
         self.memo = VectorMemo()
         self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
 
@@ -286,6 +288,9 @@ class Planner:
             return None
         r.changed += 1
         plan.vectors = [None] * len(plan.embed)
+        if self.root is not None:  # before the first write (see the class docstring)
+            self.store.set_root(self.root)
+            self.root = None
         return plan
 
     def known(self, hashes: Sequence[str]) -> dict[str, Vector]:
