@@ -362,3 +362,66 @@ def test_the_cli_after_an_empty_first_ingest(tmp_path):
     assert done.returncode == 0, done.stderr
     done, _ = run_python([*base[:3], "one", *base[3:]], tmp_path)
     assert done.returncode == 0 and "relative to" not in done.stderr, done.stderr
+
+
+# -- progress -------------------------------------------------------------------------------
+SLOW = '''\
+import time
+from hashembed import hash_vectors
+from chunkwise.embeddings.functions import Embedder
+
+
+def slow(texts):
+    time.sleep(0.07 * len(texts))
+    return hash_vectors(texts)
+
+
+SLOW = Embedder(identity="test:slow-hash", embed=slow)
+'''
+
+
+def test_progress_follows_the_embedding(tmp_path):
+    import importlib
+
+    (tmp_path / "slowembed.py").write_text(SLOW, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        slow = importlib.import_module("slowembed").SLOW
+    finally:
+        sys.path.remove(str(tmp_path))
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(FIXTURES / "alice-in-wonderland.txt", one)
+    seen = []
+    report = ingest([one], db_path=tmp_path / "db", embedder=slow, workers=1,
+                    progress=seen.append)
+    assert report.embedded > 100
+    embedding = [p for p in seen if p.files_done == p.files_total and
+                 0 < p.texts_embedded < p.texts_to_embed]
+    counts = [p.texts_embedded for p in embedding]
+    assert len(set(counts)) >= 2 and counts == sorted(counts)  # while the only file is done
+    assert all(p.texts_to_embed == report.embedded for p in embedding)
+    assert seen[-1].texts_embedded == report.embedded and seen[-1].embed_rate > 0
+
+
+def test_progress_lines_in_a_log_from_the_first_seconds(tmp_path):
+    (tmp_path / "slowembed.py").write_text(SLOW, encoding="utf-8")
+    shutil.copy(FIXTURES / "alice-in-wonderland.txt", tmp_path / "book.txt")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(tmp_path)])}
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "chunkwise.cli", "ingest", "book.txt",
+                             "--db", "db", "--embedder", "slowembed:SLOW", "--workers", "1"],
+                            cwd=tmp_path, env=env, stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    lines = [(time.monotonic() - start, line) for line in proc.stderr]
+    proc.wait(timeout=600)
+    end = time.monotonic() - start
+    assert proc.returncode == 0, lines
+    shown = [(t, l) for t, l in lines if l.startswith("ingest: ")]
+    embedding = [(t, l) for t, l in shown if "texts embedded" in l]
+    assert len(embedding) >= 2, (end, lines)
+    assert shown[0][0] < end / 2  # not at the end of the run
+    assert any(" left" in l for _, l in embedding)  # once a rate is known
+    done = [int(l.split("ingest: ")[1].split("/")[0]) for _, l in embedding]
+    assert done == sorted(done) and done[0] < done[-1]
+    print(f"run {end:.1f} s; progress lines at", [round(t, 1) for t, _ in shown])

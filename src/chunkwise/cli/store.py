@@ -144,7 +144,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def bar(p: Any) -> None:  # the pipeline's progress callback (`IngestProgress`)
         if not bars:
             bars.append(Progress("ingest", p.files_total, sys.stderr))
-        bars[0].update(files=p.files_done, chunks=p.chunks_written, rate=p.rate)
+        bars[0].update(files=p.files_done, chunks=p.chunks_written, rate=p.rate,
+                       texts=p.texts_embedded, texts_total=p.texts_to_embed,
+                       texts_rate=p.embed_rate)
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be >= 1")
     if args.file_timeout <= 0:

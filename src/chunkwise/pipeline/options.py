@@ -103,18 +103,29 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class IngestProgress:
-    """Passed to the `progress` callback after each file is prepared and each batch written."""
+    """Passed to the `progress` callback after each file is prepared, each slice of texts
+    embedded and each batch written (from the runner's threads: one call at a time)."""
 
     files_done: int
     files_total: int
     chunks_written: int
     embed_seconds: float
+    """Seconds the embedder has worked so far."""
     source: str = ""
+    texts_embedded: int = 0
+    """Texts embedded so far."""
+    texts_to_embed: int = 0
+    """Texts known so far to need embedding (grows while files are read)."""
 
     @property
     def rate(self) -> float:
-        """Chunks embedded per second of embedding so far."""
+        """Chunks written per second of embedding so far."""
         return self.chunks_written / self.embed_seconds if self.embed_seconds > 0 else 0.0
+
+    @property
+    def embed_rate(self) -> float:
+        """Texts embedded per second of embedding so far."""
+        return self.texts_embedded / self.embed_seconds if self.embed_seconds > 0 else 0.0
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeAlias
@@ -255,12 +256,18 @@ class Planner:
         self.fresh, self.root = fresh, root
         self.memo = VectorMemo()
         self.timers = {"read": 0.0, "parse_chunk": 0.0, "write": 0.0, "plan": 0.0}
+        self.telling = threading.Lock()  # the runners' threads all tell
 
-    def tell(self, source: str = "", embed_seconds: float = 0.0) -> None:
+    def tell(self, source: str = "", embed_seconds: float = 0.0,
+             texts_embedded: int | None = None) -> None:
+        """Call `progress` with the run so far; `texts_embedded` (default: all the texts
+        counted in `report.embedded`) of `report.embedded`."""
         if self.progress is not None:
             r = self.report
-            self.progress(IngestProgress(r.files, self.files_total, r.written, embed_seconds,
-                                         source))
+            done = r.embedded if texts_embedded is None else texts_embedded
+            with self.telling:
+                self.progress(IngestProgress(r.files, self.files_total, r.written,
+                                             embed_seconds, source, done, r.embedded))
 
     def take(self, p: Prepared) -> FilePlan | None:
         """Count one stage-2 result; the plan of a file with something to write, else None

@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 
 #: chunks gathered (in whole files) before they are sorted by length and embedded together
 EMBED_WINDOW = 512
+#: texts per call of the embedder at first (a window is embedded in slices, so that progress
+#: is told while a large file's texts are embedded); doubled while a call takes under
+#: `SLICE_SECONDS`, halved when one takes over four times that, within these bounds
+SLICE, SLICE_MIN, SLICE_MAX, SLICE_SECONDS = 128, 32, 8192, 1.0
 
 
 _LOAD = object()  # the embed thread's job that loads the model
@@ -33,10 +37,13 @@ _LOAD = object()  # the embed thread's job that loads the model
 
 class EmbedThread:
     """The embedder on a thread of its own: windows of texts in, vectors out, through
-    bounded queues. Times how long it worked and how long it waited for work."""
+    bounded queues. Embeds a window in slices (see `SLICE`), counting the texts `done` and
+    calling `tell` after each. Times how long it worked and how long it waited for work."""
 
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
+    def __init__(self, embedder: Embedder, tell: Callable[[], None] = lambda: None) -> None:
+        self.embedder, self.tell = embedder, tell
+        self.slice = SLICE
+        self.done = 0
         self.inbox: queue.Queue[tuple[object, list[str]] | None] = queue.Queue(maxsize=1)
         self.outbox: queue.Queue[tuple[object, Sequence[Vector] | BaseException]] = queue.Queue()
         self.busy = 0.0
@@ -67,15 +74,35 @@ class EmbedThread:
                 self.busy += time.perf_counter() - t1
                 continue
             try:
-                vectors = self.embedder.embed(texts)
-                if self.embedder.overflowing is not None:
-                    self.truncated += self.embedder.overflowing(texts)
+                vectors = self._embed(texts)
             except BaseException as e:  # handed to the main thread, which raises it
                 self.outbox.put((tag, e))
                 return
-            finally:
-                self.busy += time.perf_counter() - t1
             self.outbox.put((tag, vectors))
+
+    def _embed(self, texts: list[str]) -> list[Vector]:
+        """The vectors of `texts` (sorted by length: each slice pads little), a slice at a
+        time."""
+        vectors: list[Vector] = []
+        at = 0
+        while at < len(texts):
+            part = texts[at:at + self.slice]
+            t0 = time.perf_counter()
+            try:
+                vectors.extend(self.embedder.embed(part))
+                if self.embedder.overflowing is not None:
+                    self.truncated += self.embedder.overflowing(part)
+            finally:
+                took = time.perf_counter() - t0
+                self.busy += took
+            at += len(part)
+            self.done += len(part)
+            if took < SLICE_SECONDS and len(part) == self.slice:
+                self.slice = min(self.slice * 2, SLICE_MAX)
+            elif took > 4 * SLICE_SECONDS:
+                self.slice = max(self.slice // 2, SLICE_MIN)
+            self.tell()
+        return vectors
 
     def submit(self, tag: object, texts: list[str]) -> None:
         self.inbox.put((tag, texts))
@@ -112,7 +139,7 @@ class LocalRunner:
 
     def __init__(self, planner: Planner, embedder: Embedder) -> None:
         self.planner, self.report = planner, planner.report
-        self.thread = EmbedThread(embedder)
+        self.thread = EmbedThread(embedder, self.tell)
         self.writer = WriteThread(planner.store, planner.report, self.tell)
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
@@ -120,7 +147,7 @@ class LocalRunner:
             self.thread.load_ahead()
 
     def tell(self, source: str = "") -> None:
-        self.planner.tell(source, self.thread.busy)
+        self.planner.tell(source, self.thread.busy, self.thread.done)
 
     def take(self, p: Prepared) -> None:
         """One stage-2 result, in discovery order."""
@@ -145,6 +172,7 @@ class LocalRunner:
             if not self.thread.started:
                 self.thread.start()
             self.inflight.append(w)
+            self.tell()  # the texts to embed have grown
             self.thread.submit(w, texts)
         while self.inflight and (len(self.inflight) > 1 or not self.thread.outbox.empty()):
             self._write_next()
