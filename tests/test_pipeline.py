@@ -425,3 +425,30 @@ def test_progress_lines_in_a_log_from_the_first_seconds(tmp_path):
     done = [int(l.split("ingest: ")[1].split("/")[0]) for _, l in embedding]
     assert done == sorted(done) and done[0] < done[-1]
     print(f"run {end:.1f} s; progress lines at", [round(t, 1) for t, _ in shown])
+
+
+# -- warnings -------------------------------------------------------------------------------
+def test_missing_grammar_said_once_and_quiet_is_quiet(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(4):
+        shutil.copy(FIXTURES / "Alamofire__RedirectHandler.swift", docs / f"f{n}.swift")
+    (docs / "broken.py").write_text("def f(:\n    return 1\n", encoding="utf-8")
+    shutil.copy(FIXTURES / "fastapi__features.md", docs)
+    stub = tmp_path / "stub"
+    stub.mkdir()  # the grammar "not installed", in this process and its workers alike
+    (stub / "tree_sitter_swift.py").write_text("raise ImportError('not installed here')\n")
+    (tmp_path / "hashvec.py").write_text("from hashembed import HASH\n")
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(stub), str(ROOT / "tests"), str(tmp_path)])}
+    base = [sys.executable, "-m", "chunkwise.cli", "ingest", "docs", "--embedder",
+            "hashvec:HASH", "--workers", "2"]
+    loud = subprocess.run([*base, "--db", "a"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert loud.returncode == 0, loud.stderr
+    said = loud.stdout + loud.stderr
+    assert said.count("tree-sitter-swift") == 1 and "tree-sitter-swift" in loud.stdout, said
+    assert loud.stderr.count("broken.py: syntax errors") == 1, loud.stderr
+    quiet = subprocess.run([*base, "--db", "b", "--quiet"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == "", quiet.stderr

@@ -209,6 +209,8 @@ def _summary(r: Any) -> str:
         text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
     if r.repaired:
         text += f"; repaired a damaged index ({r.repaired} records re-embedded)"
+    for note in r.missing_parts:  # once per run, however many files met it
+        text += f"\nnote: {display_name(note)}"
     return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
             f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
             f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "

@@ -68,6 +68,9 @@ class IngestReport:
     no_text: list[tuple[str, str]] = field(default_factory=list)
     """(source, why) of files read without error that hold no text to chunk: a scanned PDF
     without the OCR extra, an empty document. Nothing is stored for them; never silent."""
+    missing_parts: list[str] = field(default_factory=list)
+    """Warnings about optional parts not installed (a grammar, an extra), each once per run
+    however many files met it: what `pip install` adds, and what was done without it."""
     repaired: int = 0
     """Stored records whose vectors were missing from the index at the start, re-embedded
     (see `chunkwise.chroma.health`)."""
@@ -94,6 +97,7 @@ class IngestReport:
             "ignored": [{"source": s, "reason": r} for s, r in self.ignored],
             "unsupported": self.unsupported,
             "no_text": [{"source": s, "reason": r} for s, r in self.no_text],
+            "missing_parts": list(self.missing_parts),
             "repaired": self.repaired, "truncated": self.truncated, "window": self.window,
             "root": self.root,
             "workers": self.workers,

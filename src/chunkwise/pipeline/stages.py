@@ -19,8 +19,9 @@ import hashlib
 import logging
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Mapping, Sequence, TypeAlias
 
 from ..chroma.store import (SCHEMA, SourceState, Store, as_rows, chunk_metadata,
                             embed_hash)
@@ -57,6 +58,9 @@ class Prepared:
     """Why it failed; for a file chunked into nothing, why it holds no text."""
     read_seconds: float = 0.0
     parse_seconds: float = 0.0
+    warnings: tuple[str, ...] = ()
+    """The parser's warnings about the file (`ParsedDocument.warnings`), for the runner to
+    say: per file, or once per run for a missing optional part (see `Planner.take`)."""
 
 
 def content_hash(data: bytes) -> str:
@@ -106,7 +110,7 @@ def prepare_bytes(source: str, data: bytes, stored: SourceState | None, opts: Pr
     if stored is not None and stored.current(digest, opts.options):
         return Prepared(source, "unchanged", digest, read_seconds=read_seconds)
     try:
-        with deadline(opts.file_timeout, "parsing and chunking"):
+        with deadline(opts.file_timeout, "parsing and chunking"), _warnings_kept():
             doc = opts.chunker.parse_bytes(data, source=source, format=opts.format)
             chunks = opts.chunker.chunk_document(doc)
     except ChunkwiseError as e:
@@ -117,7 +121,29 @@ def prepare_bytes(source: str, data: bytes, stored: SourceState | None, opts: Pr
                         read_seconds=read_seconds, parse_seconds=time.perf_counter() - t1)
     return Prepared(source, "chunked", digest, tuple(chunks),
                     reason="" if chunks else no_text_reason(doc), read_seconds=read_seconds,
-                    parse_seconds=time.perf_counter() - t1)
+                    parse_seconds=time.perf_counter() - t1, warnings=tuple(doc.warnings))
+
+
+class _KeepWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
+
+
+#: where `Chunker.parse_bytes` logs a document's warnings, one line a file
+_PARSE_LOG = logging.getLogger("chunkwise.chunking.api")
+
+
+@contextmanager
+def _warnings_kept() -> Iterator[None]:
+    """The document warnings `Chunker.parse_bytes` logs kept out of the log: they travel in
+    `Prepared.warnings` to the runner, which says them in the parent process (a worker's
+    lines would ignore `--quiet`, and a missing grammar would be said by every worker)."""
+    keep = _KeepWarnings()
+    _PARSE_LOG.addFilter(keep)
+    try:
+        yield
+    finally:
+        _PARSE_LOG.removeFilter(keep)
 
 
 def no_text_reason(doc: ParsedDocument) -> str:
@@ -269,6 +295,16 @@ class Planner:
                 self.progress(IngestProgress(r.files, self.files_total, r.written,
                                              embed_seconds, source, done, r.embedded))
 
+    def _say(self, p: Prepared) -> None:
+        """A file's warnings: per file in the log, except those about an optional part not
+        installed (they name what `pip install` adds), said once in the report."""
+        for warning in p.warnings:
+            if "pip install" in warning:
+                if warning not in self.report.missing_parts:
+                    self.report.missing_parts.append(warning)
+            else:
+                log.warning("%s: %s", p.source, warning)
+
     def take(self, p: Prepared) -> FilePlan | None:
         """Count one stage-2 result; the plan of a file with something to write, else None
         (its `vectors` all None, to be filled in)."""
@@ -276,6 +312,7 @@ class Planner:
         r.files += 1
         self.timers["read"] += p.read_seconds
         self.timers["parse_chunk"] += p.parse_seconds
+        self._say(p)
         if p.status == "failed":
             r.failed.append((p.source, p.reason))
             return None
