@@ -150,9 +150,10 @@ class IngestOptions:
       given, or the collection's recorded root); `prune` deletes the documents under the
       paths given whose files are gone; `follow_symlinks`; `max_file_size` (bytes) and
       `file_timeout` (seconds of parsing and chunking) bound each file.
-    - the run: `workers` parse and chunk (local: processes, default one per core; Ray: the
-      tasks at once); `rebuild` empties the collection first; `progress` is called as files
-      are done.
+    - the run: `workers` parse and chunk (local: processes, default one per core, which
+      never import the caller's `__main__`; Ray: the tasks at once); `rebuild` empties the
+      collection first; `progress` is called with an `IngestProgress` as files are read,
+      texts embedded and chunks written.
     """
 
     client: Any = None
