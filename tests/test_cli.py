@@ -193,7 +193,7 @@ def test_progress_lines_when_not_a_terminal():
     bar.update(files=2, chunks=0, texts=300, texts_total=600, texts_rate=50.0)
     bar.close()
     first, second = embedding.getvalue().splitlines()
-    assert first == ("ingest: 300/1200 texts embedded (50.0/s, about 0:18 left), 4/4 files, "
+    assert first == ("ingest: 300/1200 texts embedded, 50.0/s, about 0:18 left, 4/4 files, "
                      "0 chunks written")
     assert second.startswith("ingest: 300/1200 texts embedded")  # 2 files of 4 read
 

@@ -42,9 +42,10 @@ class Progress:
             # the terminal's size, 80x24 where it reports none (a fresh pseudo-terminal: tqdm
             # would hide a bar below a screen of 0 rows)
             size = shutil.get_terminal_size()
-            self.bar = tqdm(total=total, desc=what, file=stream, ncols=size.columns,
-                            nrows=size.lines, leave=False,
-                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+            self.bar = tqdm(total=total, desc=what, unit="files", file=stream,
+                            ncols=size.columns, nrows=size.lines, leave=False,
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} {unit}"
+                                       "{postfix}")
         elif every > 0:  # a line every `every` seconds even while nothing reports
             self.ticker = threading.Thread(target=self._tick, daemon=True,
                                            name="chunkwise-progress")
@@ -62,16 +63,18 @@ class Progress:
             self.state = {"files": files, "chunks": chunks, "rate": rate, "texts": texts,
                           "texts_total": texts_total, "texts_rate": texts_rate}
             if self.bar is not None:
-                done, total, text = self._describe(now)
+                done, total, unit, rest = self._describe(now)
                 self.bar.total = max(total, 1)
                 self.bar.n = min(done, self.bar.total)
-                self.bar.set_postfix_str(text, refresh=False)
+                self.bar.unit = unit
+                self.bar.set_postfix_str(rest, refresh=False)
                 self.bar.refresh()
             elif self.last is None or now - self.last >= self.every:
                 self._line(now)
 
-    def _describe(self, now: float) -> tuple[int, int, str]:
-        """(done, total, words) of the phase that takes the time now."""
+    def _describe(self, now: float) -> tuple[int, int, str, str]:
+        """(done, total, unit, the rest) of the phase that takes the time now: a line reads
+        `done/total unit, the rest`."""
         s = self.state or {"files": 0, "chunks": 0, "rate": 0.0, "texts": 0,
                            "texts_total": 0, "texts_rate": None}
         files, chunks, texts, known = s["files"], s["chunks"], s["texts"], s["texts_total"]
@@ -83,16 +86,17 @@ class Progress:
             speed = s["texts_rate"] if s["texts_rate"] is not None else \
                 texts / (now - self.start) if now > self.start else 0.0
             eta = f", about {_clock((total - texts) / speed)} left" if speed > 0 else ""
-            return texts, total, (f"{texts}/{total} texts embedded ({speed:.1f}/s{eta}), {read}, "
-                                  f"{chunks} chunks written")
+            return texts, total, "texts embedded", (f"{speed:.1f}/s{eta}, {read}, {chunks} "
+                                                    "chunks written")
         eta = ""
         if 0 < files < self.total:
             eta = f", about {_clock((now - self.start) / files * (self.total - files))} left"
-        return files, self.total, f"{read}, {chunks} chunks, {s['rate']:.1f} chunks/s{eta}"
+        return files, self.total, "files", f"{chunks} chunks, {s['rate']:.1f} chunks/s{eta}"
 
     def _line(self, now: float) -> None:
         self.last = now
-        self.stream.write(f"{self.what}: {self._describe(now)[2]}\n")
+        done, total, unit, rest = self._describe(now)
+        self.stream.write(f"{self.what}: {done}/{total} {unit}, {rest}\n")
         self.stream.flush()
 
     def _tick(self) -> None:
