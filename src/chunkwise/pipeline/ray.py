@@ -53,14 +53,17 @@ import numpy as np
 
 from .discover import FileTask
 from ..errors import ChunkwiseError, ConfigError, MissingDependencyError
-from .collection import Run, Session, open_session
-from .options import IngestOptions, IngestReport, check_limits
+from .collection import open_session
+from .options import IngestOptions, check_limits
 from .pool import picklable
-from .stages import FilePlan, Planner, Prepared, Vector, VectorMemo, prepare, prepare_bytes
+from .stages import VectorMemo, prepare, prepare_bytes
 from .threads import EMBED_WINDOW, WriteThread
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the hand-offs' types
     from ..embeddings.functions import Embedder
+    from .collection import Run, Session
+    from .options import IngestReport
+    from .stages import FilePlan, Planner, Prepared, Vector
 
 log = logging.getLogger(__name__)
 
