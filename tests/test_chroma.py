@@ -25,7 +25,8 @@ from chunkwise.errors import StoreError
 from chunkwise.metadata import flatten_metadata
 from chunkwise.pipeline.discover import discover
 from chunkwise.model import Chunk
-from chunkwise.pipeline.runner import ingest, plan_file
+from chunkwise.pipeline.runner import ingest
+from chunkwise.pipeline.stages import plan_file
 
 from conftest import FIXTURES, free_port
 
@@ -389,9 +390,9 @@ def test_killed_runs_converge_to_a_clean_run(tmp_path):
 
 # -- a `chroma run` server (the `server` fixture is in conftest.py) ------------------------
 def test_server_ingest_outage_and_rerun(corpus, server, monkeypatch):
-    import chunkwise.pipeline.runner
+    import chunkwise.pipeline.threads
 
-    monkeypatch.setattr(chunkwise.pipeline.runner, "EMBED_WINDOW", 8)  # write in many small slices
+    monkeypatch.setattr(chunkwise.pipeline.threads, "EMBED_WINDOW", 8)  # write in many small slices
     remote = {"host": "127.0.0.1", "port": server.port}
     ingest(["docs"], db_path="reference")
     reference = snapshot("reference")

@@ -180,10 +180,22 @@ def test_progress_lines_when_not_a_terminal():
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("ingest: 1/4 files, 30 chunks, 12.5 chunks/s, about ")
     assert lines[0].endswith(" left") and lines[1] == "ingest: 4/4 files, 100 chunks, 20.0 chunks/s"
-    quiet = io.StringIO()
-    bar = Progress("ingest", total=4, stream=quiet, tty=False)  # every 5 s: nothing yet
+    timed = io.StringIO()
+    bar = Progress("ingest", total=4, stream=timed, tty=False)  # at once, then every 5 s
     bar.update(files=1, chunks=30)
-    assert quiet.getvalue() == ""
+    bar.update(files=2, chunks=60)
+    bar.close()
+    assert timed.getvalue().startswith("ingest: 1/4 files, 30 chunks")
+    assert len(timed.getvalue().splitlines()) == 1
+    embedding = io.StringIO()  # the phase that takes the time: texts embedded, rate, time left
+    bar = Progress("ingest", total=4, stream=embedding, tty=False, every=0.0)
+    bar.update(files=4, chunks=0, texts=300, texts_total=1200, texts_rate=50.0)
+    bar.update(files=2, chunks=0, texts=300, texts_total=600, texts_rate=50.0)
+    bar.close()
+    first, second = embedding.getvalue().splitlines()
+    assert first == ("ingest: 300/1200 texts embedded, 50.0/s, about 0:18 left, 4/4 files, "
+                     "0 chunks written")
+    assert second.startswith("ingest: 300/1200 texts embedded")  # 2 files of 4 read
 
 
 def test_query_labels_the_distance_keeps_code_and_escapes_control_characters(tmp_path):

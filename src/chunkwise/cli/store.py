@@ -145,7 +145,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def bar(p: Any) -> None:  # the pipeline's progress callback (`IngestProgress`)
         if not bars:
             bars.append(Progress("ingest", p.files_total, sys.stderr))
-        bars[0].update(files=p.files_done, chunks=p.chunks_written, rate=p.rate)
+        bars[0].update(files=p.files_done, chunks=p.chunks_written, rate=p.rate,
+                       texts=p.texts_embedded, texts_total=p.texts_to_embed,
+                       texts_rate=p.embed_rate)
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be >= 1")
     if args.file_timeout <= 0:
@@ -218,6 +220,8 @@ def _summary(r: Any) -> str:
         text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
     if r.repaired:
         text += f"; repaired a damaged index ({r.repaired} records re-embedded)"
+    for note in r.missing_parts:  # once per run, however many files met it
+        text += f"\nnote: {display_name(note)}"
     return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
             f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
             f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "

@@ -10,6 +10,10 @@ An embedder moves only when it can be rebuilt there: from its `spec` (`minilm`, 
 folder, `module:attr`) and the device. Vectors are the same as in the parent: the same
 model gets the same texts in the same batches.
 
+The process is started by `spawn_context`, as are the pipeline's parse workers: children
+that never import the caller's main module, so a script without an `if __name__ ==
+"__main__":` guard, a notebook or `python -c` can start them.
+
     >>> proc = EmbeddingProcess("minilm", device="auto")   # started at the first request
     >>> embedder = proc.embedder(resolve_embedder("minilm"))   # the same model, proxied
     >>> vectors = embedder.embed(["some text"])
@@ -19,8 +23,13 @@ model gets the same texts in the same batches.
 from __future__ import annotations
 
 import logging
+import sys
+import threading
+import types
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Sequence
+from multiprocessing.context import SpawnContext, SpawnProcess
+from typing import Any, Iterator, Sequence
 
 from ..errors import ChunkwiseError
 
@@ -47,9 +56,7 @@ class EmbeddingProcess:
 
     def _start(self) -> None:
         """Started at the first request: a run with nothing to embed starts nothing."""
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
+        ctx = spawn_context()
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=serve, args=(child, self.spec, self.device),
                                    daemon=True, name="chunkwise-embed")
@@ -161,3 +168,61 @@ def _sendable(e: BaseException) -> BaseException:
         return e
     except Exception:  # noqa: BLE001 - any exception may refuse in its own way
         return EmbeddingProcessError(f"{type(e).__name__}: {e}")
+
+
+# -- processes that never import the parent's main module ----------------------------------
+_hiding = threading.Lock()
+
+
+@contextmanager
+def main_hidden() -> Iterator[None]:
+    """`sys.modules["__main__"]` replaced, for the block, by an empty module of that name.
+
+    A spawned child first imports what `multiprocessing.spawn.get_preparation_data` names
+    from the parent's main module (its `__spec__`, else its `__file__`): the user's script
+    runs again there, an unguarded `ingest(...)` call included (a second run that waits for
+    the database lock, then fails: "an attempt has been made to start a new process before
+    the current process has finished its bootstrapping phase"). The children chunkwise
+    starts run only chunkwise's functions, so they are started with nothing to import.
+    The swap lasts while a child is started (a few milliseconds), one at a time."""
+    with _hiding:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if main is None:
+                del sys.modules["__main__"]
+            else:
+                sys.modules["__main__"] = main
+
+
+class _Process(SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        with main_hidden():
+            return SpawnProcess._Popen(process_obj)
+
+
+class _Context(SpawnContext):
+    Process = _Process
+
+
+def spawn_context() -> SpawnContext:
+    """The `spawn` multiprocessing context, with children that do not import the parent's
+    main module (`main_hidden`): `ingest` works from a script without a
+    `if __name__ == "__main__":` guard, a notebook, `python -c` and standard input."""
+    return _Context()
+
+
+def sendable(obj: object) -> bool:
+    """Whether `obj` can be sent to such a child: it pickles without the main module (an
+    object defined in the user's script does not, since the child cannot import it)."""
+    import pickle
+
+    with main_hidden():
+        try:
+            pickle.dumps(obj)
+            return True
+        except Exception:  # noqa: BLE001 - any object may refuse in its own way
+            return False

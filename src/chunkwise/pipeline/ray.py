@@ -46,15 +46,24 @@ import logging
 import os
 import pickle
 import time
-from typing import Any, Iterable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
 from .discover import FileTask
 from ..errors import ChunkwiseError, ConfigError, MissingDependencyError
-from .runner import (EMBED_WINDOW, FilePlan, IngestOptions, IngestReport, Planner, Prepared,
-                     Run, VectorMemo, WriteThread, check_limits, picklable, prepare,
-                     prepare_bytes, prune_gone)
+from .collection import open_session
+from .options import IngestOptions, check_limits
+from .pool import picklable
+from .stages import VectorMemo, prepare, prepare_bytes
+from .threads import EMBED_WINDOW, WriteThread
+
+if TYPE_CHECKING:  # the hand-offs' types
+    from ..embeddings.functions import Embedder
+    from .collection import Run, Session
+    from .options import IngestReport
+    from .stages import FilePlan, Planner, Prepared, Vector
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +103,6 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any,
     `StoreError` and `LockedError` as `pipeline.ingest` does, `MissingDependencyError`
     without Ray, and `ChunkwiseError` when the cluster fails.
     """
-    from ..embeddings.functions import resolve_embedder
-
-    t_start = time.perf_counter()
     opts = IngestOptions.of(options, kwargs)
     if not available():
         raise MissingDependencyError("ray[data]", "ray")
@@ -120,14 +126,12 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any,
     if not picklable(chunker):
         raise ConfigError("these chunking options cannot be sent to Ray workers (an object "
                           "that does not pickle); give them by name")
-    emb = resolve_embedder(opts.embedder, device=opts.device)
-    for_actors = emb.spec if emb.spec is not None else emb
-    with opts.open_store() as c:
-        hashes: set[str] = set()
-        run = opts.start(c, paths, chunker, emb, workers=workers or 1, hashes=hashes)
-        planner = Planner(run.store, run.report, run.states, run.opts.options,
-                          len(run.found.files), opts.progress)
-        timing = {"embed": 0.0, "embed_idle": 0.0}
+    hashes: set[str] = set()
+    timing = {"embed": 0.0, "embed_idle": 0.0}
+    with open_session(paths, replace(opts, chunker=chunker), workers=workers or 1,
+                      hashes=hashes, trust_empty=False) as session:
+        run, emb = session.run, session.embedder
+        for_actors = emb.spec if emb.spec is not None else emb
         if dataset is not None or run.found.files:
             with _ray_session(ray_address, num_cpus) as ray:
                 _check_sendable(ray, for_actors)
@@ -135,12 +139,8 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any,
                 rows = _results(ray, run, dataset, for_actors, opts.device,
                                 _known_prefixes(hashes), workers=workers, actors=embed_actors,
                                 batch_size=batch_size)
-                _consume(rows, run, planner, emb, timing, listed=dataset is None)
-        if opts.prune:
-            prune_gone(run)
-    run.report.seconds = planner.seconds(run.discover_seconds, timing["embed"],
-                                         timing["embed_idle"], t_start)
-    return run.report
+                _consume(rows, session, timing, listed=dataset is None)
+        return session.finish(timing["embed"], timing["embed_idle"])
 
 
 def available() -> bool:
@@ -277,12 +277,7 @@ def _prepare_batch(batch: dict[str, np.ndarray], *, shared: list) -> dict[str, A
     for k, source in enumerate(sources):
         source = str(source)
         if datas is not None and datas[k] is not None:
-            data = bytes(datas[k])
-            if len(data) > opts.max_file_size:
-                p = Prepared(source, "failed", reason=f"larger than the {opts.max_file_size} "
-                                                      "bytes limit")
-            else:
-                p = prepare_bytes(source, data, states.get(source), opts)
+            p = prepare_bytes(source, bytes(datas[k]), states.get(source), opts)
         else:
             p = prepare(FileTask(str(paths[k]), source, 0), states.get(source), opts)
         out.append(pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL))
@@ -368,11 +363,12 @@ class _Embed:
 
 
 # -- the driver -----------------------------------------------------------------------------
-def _consume(rows: Iterator[dict], run: Run, planner: Planner, emb: Any,
-             timing: dict[str, float], *, listed: bool) -> None:
+def _consume(rows: Iterator[dict], session: Session, timing: dict[str, float], *,
+             listed: bool) -> None:
     """Stage 4 in the driver: each file, in input order, planned against the store
     (`Planner.take`), its vectors completed, and written with the files before it in windows
     of about `EMBED_WINDOW` chunks on a `WriteThread`, as the local runner writes."""
+    run, planner, emb = session.run, session.planner, session.embedder
     report = run.report
     writer = WriteThread(run.store, report, lambda: planner.tell("", timing["embed"]))
     window: list[FilePlan] = []
@@ -414,8 +410,8 @@ def _consume(rows: Iterator[dict], run: Run, planner: Planner, emb: Any,
         planner.timers["write"] += writer.busy
 
 
-def _fill(plan: FilePlan, vectors: dict[str, dict[str, Any]], planner: Planner,
-          emb: Any) -> None:
+def _fill(plan: FilePlan, vectors: dict[str, dict[str, Vector]], planner: Planner,
+          emb: Embedder) -> None:
     """The vectors of `plan.embed`: computed by the actor for this file, remembered by it
     (reused), else known to the driver (reused); the rest embedded here."""
     report = planner.report

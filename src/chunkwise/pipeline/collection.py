@@ -1,0 +1,248 @@
+"""The collection a run writes, every runner alike: opened for writing under the database's
+lock (`open_for_writing`), its root chosen and recorded (`choose_root`), a damaged index healed,
+the files discovered and what is stored read (`start_run`, giving a `Run`), and at the end the
+documents whose files are gone pruned (`prune_gone`). `Session` is a run with its `Planner`:
+what a runner opens, drives and finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+from ..chroma.locking import WriteLock
+from ..chroma.store import (DEFAULT_DB, SourceState, Store, StoreError, connect,
+                            persist_directory)
+from .discover import Discovery, default_root, discover, inside, resolve_root, unsupported_summary
+from .options import IngestOptions, IngestReport, check_limits
+from .stages import Planner, PrepareOptions, options_fingerprint
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+
+    from ..embeddings.functions import Embedder
+    from .options import ChunkerLike
+
+log = logging.getLogger(__name__)
+
+
+# -- roots ----------------------------------------------------------------------------------
+def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | None,
+                recorded: str | None, collection: str) -> Path:
+    """The root of this run: `root` if given; else the collection's own root when every path
+    lies inside it; else the folder given (see `discover.default_root`). A collection keeps
+    the root it was first written from: another one is refused, since its sources would name
+    the same files differently; the error says what gets out (`--rebuild`, or the recorded
+    root)."""
+    if root is not None:
+        chosen = resolve_root(root)
+    else:
+        chosen = default_root(paths)
+        if recorded is not None:
+            rec = Path(recorded)
+            if all(inside(Path(os.path.abspath(os.fspath(p))).resolve(), rec) for p in paths):
+                chosen = rec
+    if recorded is not None and Path(recorded) != chosen:
+        given = [Path(os.path.abspath(os.fspath(p))).resolve() for p in paths]
+        if root is not None and all(inside(p, Path(recorded)) for p in given):
+            fix = f"ingest them without --root (API: root=None), or with --root {recorded}"
+        else:
+            fix = (f"--rebuild empties it and names documents relative to {chosen} "
+                   f"(API: rebuild=True), or use another --collection")
+        raise StoreError(f"collection {collection!r} holds documents named relative to "
+                         f"{recorded}, not {chosen}: {fix}")
+    return chosen
+
+
+@contextmanager
+def open_for_writing(opts: IngestOptions) -> Iterator[ClientAPI]:
+    """The Chroma client of a run that writes, every runner alike: a server's, the `client`
+    given, or an embedded database's, which is locked for the run (`WriteLock`) and opened
+    only once the lock is held."""
+    client, db_path, host, port = opts.client, opts.db_path, opts.host, opts.port
+    retry_delays, timeout = opts.retry_delays, opts.timeout
+    server = client is None and (host is not None or port is not None)
+    if client is not None or server:
+        c = connect(client=client, db_path=db_path, host=host, port=port,
+                    retry_delays=retry_delays, timeout=timeout)
+        folder = persist_directory(c) if client is not None else None
+    else:
+        c, folder = None, Path(db_path if db_path is not None else DEFAULT_DB)
+    lock = WriteLock(folder, wait=opts.wait, on_wait=opts.on_wait) if folder is not None else None
+    if lock is not None:
+        lock.__enter__()
+    try:
+        if c is None:
+            # Opened under the lock: two processes creating one new database at once race
+            # on its tables ("table collections already exists").
+            c = connect(db_path=folder, retry_delays=retry_delays, timeout=timeout)
+        yield c
+    finally:
+        if lock is not None:
+            lock.__exit__(None, None, None)
+
+
+@dataclass
+class Run:
+    """What every runner starts from: the store, the files found, what is stored for each
+    source, the report so far, and the options of stage 2."""
+
+    store: Store
+    found: Discovery
+    states: dict[str, SourceState]
+    report: IngestReport
+    opts: PrepareOptions
+    discover_seconds: float
+    unrecorded_root: str | None = None
+    """The root to record before the first write; None when the collection has it."""
+
+
+def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunker: ChunkerLike,
+              emb: Embedder, *, workers: int, hashes: set[str] | None = None) -> Run:
+    """Open (or `rebuild`) the collection, choose the root (recorded by the planner before
+    the first write, so a run that writes nothing pins nothing), repair a damaged
+    index, discover the files under `paths` and read what is stored (one paged pass;
+    `hashes`, when given, gets every stored embed hash on the way). `paths=None` discovers
+    nothing: the caller brings its own files, named relative to `root`, and adds them to
+    `run.found.files` as it reads them (what `prune_gone` keeps)."""
+    collection, root, fmt = opts.collection, opts.root, opts.format
+    if opts.rebuild:
+        _drop(c, collection, opts.retry_delays)
+    store = Store(c, collection, emb, create=True, retry_delays=opts.retry_delays)
+    held = store.count()
+    # a collection that holds nothing is named from no root, whatever an earlier run recorded
+    recorded = store.root if held else None
+    if recorded is None and held > 0:
+        raise StoreError(
+            f"collection {collection!r} was written by an earlier chunkwise, which named "
+            "documents by the path as typed (so one folder could be stored several times); "
+            "rebuild it once with --rebuild (API: rebuild=True), or use another --collection")
+    the_root = choose_root(paths if paths is not None else [root], root, recorded, collection)
+    repaired = _heal_if_damaged(store, emb)
+    t0 = time.perf_counter()
+    if paths is not None:
+        found = discover(paths, root=the_root, follow_symlinks=opts.follow_symlinks,
+                         max_file_size=opts.max_file_size)
+    else:
+        found = Discovery(root=the_root, scopes=[""])
+    report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
+                          repaired=repaired)
+    report.ignored.extend(found.skipped)
+    if found.unsupported:
+        log.warning("%s", unsupported_summary(found.unsupported))
+    report.unsupported = len(found.unsupported)
+    if found.missing and not opts.prune:
+        report.failed.extend((m, "no such file or directory") for m in found.missing)
+    states = store.summary(hashes)
+    opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
+                          opts.max_file_size, opts.file_timeout)
+    return Run(store, found, states, report, opts, time.perf_counter() - t0,
+               None if recorded is not None else str(the_root))
+
+
+def _heal_if_damaged(store: Store, emb: Embedder) -> int:
+    """A damaged index (vectors lost, a graph that no longer answers) is repaired before
+    anything is called unchanged; returns the records re-embedded."""
+    from ..chroma.health import heal, quick_check
+
+    if quick_check(store):
+        return 0
+    found, after = heal(store, emb)
+    if found.ok:
+        return 0
+    if after.ok:
+        log.warning("collection %r was damaged (%s); repaired", store.name, found.summary())
+    else:
+        log.warning("collection %r is damaged (%s) and could not be repaired (%s); "
+                    "`chunkwise check` tells more", store.name, found.summary(), after.summary())
+    return max(len(found.missing), 1)
+
+
+def _drop(c: ClientAPI, name: str, delays: Sequence[float]) -> None:
+    from chromadb.errors import NotFoundError
+
+    from ..chroma.store import with_retries
+
+    try:
+        with_retries(lambda: c.delete_collection(name), f"delete collection {name!r}", delays)
+    except NotFoundError:
+        pass
+    except ValueError as e:  # older Chroma: "does not exist"
+        if "does not exist" not in str(e):
+            raise
+
+
+def prune_gone(run: Run) -> None:
+    """Delete the documents under the paths given whose files are really gone: not found,
+    skipped or failed in this run, and not on disk under the root."""
+    store, found, states, report = run.store, run.found, run.states, run.report
+    t0 = time.perf_counter()
+    present = {f.source for f in found.files} | {s for s, _ in found.skipped} | \
+        {s for s, _ in report.failed}
+    gone = set()
+    for source in states:
+        if source in present or not any(_under(source, scope) for scope in found.scopes):
+            continue
+        if os.path.lexists(found.root / source):
+            continue
+        gone.add(source)
+    for source, ids in sorted(store.ids_of_sources(gone).items()):
+        store.delete(ids)
+        report.pruned_files += 1
+        report.pruned_chunks += len(ids)
+        log.info("pruned %s (%d chunks)", source, len(ids))
+    report.seconds["prune"] = time.perf_counter() - t0
+
+
+def _under(source: str, scope: str) -> bool:
+    return scope == "" or source == scope or source.startswith(scope.rstrip("/") + "/")
+
+
+# -- a run with its planner, for every runner -----------------------------------------------
+@dataclass
+class Session:
+    """What a runner drives: the `Run`, its `Planner`, and the chunker and embedder the
+    options name."""
+
+    run: Run
+    planner: Planner
+    chunker: ChunkerLike
+    embedder: Embedder
+    opts: IngestOptions
+    started: float
+
+    def finish(self, embed: float, idle: float) -> IngestReport:
+        """Prune (with `prune`) and time the run; its report. `embed` and `idle`: the seconds
+        the embedder worked and waited."""
+        if self.opts.prune:
+            prune_gone(self.run)
+        self.run.report.seconds = self.planner.seconds(self.run.discover_seconds, embed, idle,
+                                                       self.started)
+        return self.run.report
+
+
+@contextmanager
+def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
+                 hashes: set[str] | None = None, trust_empty: bool = True) -> Iterator[Session]:
+    """A run of `opts` under its store's lock (see `open_for_writing` and `start_run`). A
+    collection empty at the start has no vectors to lend, so the planner never asks it for
+    any; `trust_empty=False` asks all the same (the Ray runner, as before the split)."""
+    from ..embeddings.functions import resolve_embedder
+
+    started = time.perf_counter()
+    check_limits(opts.max_file_size, opts.file_timeout)
+    chunker = opts.make_chunker()
+    emb = resolve_embedder(opts.embedder, device=opts.device)
+    with open_for_writing(opts) as c:
+        run = start_run(c, paths, opts, chunker, emb, workers=workers, hashes=hashes)
+        # an empty collection at the start has nothing to lend: only this run's vectors
+        fresh = trust_empty and not run.states and run.store.count() == 0
+        planner = Planner(run.store, run.report, run.states, run.opts.options,
+                          len(run.found.files), opts.progress, fresh=fresh,
+                          root=run.unrecorded_root)
+        yield Session(run, planner, chunker, emb, opts, started)
