@@ -91,6 +91,9 @@ def test_code_heldout_and_tune_sets_are_valid():
     """Issue 34: held-out code questions (a parameter's meaning, a default, an environment
     variable read, an entry of a literal table, behaviour when an argument is omitted, an
     exception) on Python and the other languages, and a separate tuning set on other files."""
+    # imported here: main's version of this file reaches load_questions through pdftext
+    from chunkwise.evaluation.eval import load_questions
+
     if not CORPUS.is_dir():
         pytest.skip(f"shared corpus not present ({CORPUS})")
     sets = {}
