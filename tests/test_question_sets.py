@@ -79,3 +79,48 @@ def test_office_question_set_is_valid(tmp_path):
         assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
         assert text[q.start:q.end] == q.excerpt
         assert 20 <= len(q.excerpt) <= 800, qs.where(q)
+
+
+HELDOUT = DATA / "questions_code_heldout.jsonl"
+TUNE = DATA / "questions_code_tune.jsonl"
+STYLES = {"param", "default", "env", "literal", "omitted", "exception"}
+
+
+def test_code_heldout_and_tune_sets_are_valid():
+    """Issue 34: held-out code questions (a parameter's meaning, a default, an environment
+    variable read, an entry of a literal table, behaviour when an argument is omitted, an
+    exception) on Python and the other languages, and a separate tuning set on other files."""
+    # imported here: main's version of this file reaches load_questions through pdftext
+    from chunkwise.evaluation.eval import load_questions
+
+    if not CORPUS.is_dir():
+        pytest.skip(f"shared corpus not present ({CORPUS})")
+    sets = {}
+    for path, split in ((HELDOUT, "heldout"), (TUNE, "tune")):
+        rows = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+        assert {r["split"] for r in rows} == {split} and {r["kind"] for r in rows} == {"code"}
+        assert {r["style"] for r in rows} <= STYLES
+        for r in rows:
+            folder = r["source"].split("/")[0]
+            assert folder in ("code", "code-multi"), r
+            assert r["group"] == ("python" if r["language"] == "python" else "other"), r
+        qs = load_questions(path, root=CORPUS)
+        for q in qs.questions:
+            text = qs.texts[q.path]
+            assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
+            assert text[q.start:q.end] == q.excerpt
+            assert 20 <= len(q.excerpt) <= 800, qs.where(q)
+        sets[split] = rows
+    held, tune = sets["heldout"], sets["tune"]
+    groups = Counter(r["group"] for r in held)
+    assert len(held) >= 45 and groups["python"] >= 25 and groups["other"] >= 20, groups
+    assert len({r["language"] for r in held if r["group"] == "other"}) >= 12
+    assert set(Counter(r["style"] for r in held)) == STYLES
+    assert len(tune) >= 12
+    # the tuning set asks about other files than the held-out set
+    assert not {r["source"] for r in held} & {r["source"] for r in tune}
+    questions = [r["question"] for r in held + tune]
+    assert len(set(questions)) == len(questions)
+    old = {json.loads(l)["question"] for f in ("questions.jsonl", "questions_code_tables.jsonl")
+           for l in (DATA / f).read_text(encoding="utf-8").splitlines() if l.strip()}
+    assert not old & set(questions)

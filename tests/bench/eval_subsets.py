@@ -4,7 +4,8 @@
     python tests/bench/eval_subsets.py cmp.json [--reference structure] [--by kind,split,set]
 
 For every subset (all questions, then each value of each `--by` key the questions carry, such
-as `kind` = code / csv / table / markdown …, `split` = tune / heldout) and every pipeline:
+as `kind` = code / csv / table / markdown …, `split` = tune / heldout; `split+group` for each
+pair of values of two keys) and every pipeline:
 hit@1, hit@5, MRR@10, mean tokens of the top 5 chunks (the context it spends), then the
 reference minus each other pipeline on MRR and hit@5, paired over the subset's questions,
 with 95% bootstrap intervals (`chunkwise.evaluation.eval.paired_difference`). `--markdown` prints the
@@ -34,6 +35,15 @@ def per_question(strategy: dict) -> dict[int, dict]:
     return out
 
 
+def subset_value(extra: dict, key: str) -> str | None:
+    """The question's value for `key`; `a+b` joins two keys (`split+group` = `heldout python`).
+    None when the question lacks one of them."""
+    parts = key.split("+")
+    if not all(p in extra for p in parts):
+        return None
+    return " ".join(str(extra[p]) for p in parts)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("report")
@@ -48,11 +58,9 @@ def main(argv=None) -> int:
     lines = sorted(pq[ref])
     subsets = [("all", lines)]
     for key in [k for k in args.by.split(",") if k]:
-        values = sorted({str(pq[ref][l]["extra"].get(key)) for l in lines
-                         if key in pq[ref][l]["extra"]})
-        for v in values:
-            subsets.append((f"{key}={v}", [l for l in lines
-                                           if str(pq[ref][l]["extra"].get(key)) == v]))
+        value = {l: subset_value(pq[ref][l]["extra"], key) for l in lines}
+        for v in sorted({v for v in value.values() if v is not None}):
+            subsets.append((f"{key}={v}", [l for l in lines if value[l] == v]))
     order = [ref] + [n for n in strategies if n != ref]
     for label, sub in subsets:
         n = len(sub)
