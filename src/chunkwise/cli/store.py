@@ -62,6 +62,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", default="auto", metavar="DEVICE",
                    help="where the minilm embedder runs: auto (a GPU when there is one, "
                         "default), cpu, cuda or cuda:N")
+    p.add_argument("--dry-run", action="store_true",
+                   help="read, parse and chunk only: report the files, chunks and texts that "
+                        "would be embedded, per format (texts per MB), without loading the "
+                        "model or creating or writing the database")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress on stderr: a bar on a terminal, else a line every 5 s "
@@ -157,6 +161,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"chunkwise: the database is being written by {holder}; waiting up to "
               f"{args.wait:g} s", file=sys.stderr)
 
+    if args.dry_run and (args.ray or args.ray_address is not None):
+        raise ConfigError("--dry-run chunks here, as Ray would, and embeds nothing: leave out "
+                          "--ray")
     if args.ray or args.ray_address is not None:  # same arguments, on Ray: chunkwise.ray
         from functools import partial
 
@@ -172,6 +179,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                         progress=bar if show else None,
                         root=args.root, workers=args.workers, wait=args.wait,
                         follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
+                        dry_run=args.dry_run,
                         max_file_size=parse_size(args.max_file_size),
                         file_timeout=args.file_timeout, on_wait=waiting, **store_location(args))
     finally:
@@ -209,6 +217,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def _summary(r: Any) -> str:
     s = r.seconds
+    if r.dry_run:
+        return _dry_summary(r)
     text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
             f"failed"
             + (f", {len(r.ignored)} skipped" if r.ignored else "")
@@ -222,10 +232,38 @@ def _summary(r: Any) -> str:
         text += f"; repaired a damaged index ({r.repaired} records re-embedded)"
     for note in r.missing_parts:  # once per run, however many files met it
         text += f"\nnote: {display_name(note)}"
+    text += _bill(r)
     return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
             f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
             f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "
             f"{s.get('write', 0):.1f}s)")
+
+
+def _dry_summary(r: Any) -> str:
+    text = (f"dry run, nothing written: {r.files} files ({r.skipped} unchanged, {r.changed} "
+            f"to write, {len(r.failed)} failed"
+            + (f", {len(r.ignored)} skipped" if r.ignored else "")
+            + (f", {r.unsupported} unsupported" if r.unsupported else "")
+            + (f", {len(r.no_text)} no text" if r.no_text else "")
+            + f"), {r.chunks} chunks: {r.written} to write ({r.embedded} texts to embed, "
+            f"{r.reused} reused), {r.updated} to update, {r.deleted} to delete")
+    for note in r.missing_parts:
+        text += f"\nnote: {display_name(note)}"
+    return text + _bill(r) + f"\ntime {r.seconds.get('total', 0):.1f}s"
+
+
+def _bill(r: Any) -> str:
+    """The embedding bill per format, one row each (the formats of the files chunked)."""
+    if not r.formats:
+        return ""
+    verb = "to embed" if r.dry_run else "embedded"
+    rows = [f"\n{'format':<12}{'files':>7}{'MB':>9}{'chunks':>9}{'texts ' + verb:>16}"
+            f"{'per MB':>9}"]
+    for fmt, b in sorted(r.formats.items()):
+        per = b.texts_per_mb
+        rows.append(f"\n{fmt:<12}{b.files:>7}{b.mb:>9.2f}{b.chunks:>9}{b.texts:>16}"
+                    f"{'' if per is None else f'{per:.0f}':>9}")
+    return "".join(rows)
 
 
 # -- check ----------------------------------------------------------------------------------

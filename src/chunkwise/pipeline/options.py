@@ -33,6 +33,33 @@ class ChunkerLike(Protocol):
 
 # -- results --------------------------------------------------------------------------------
 @dataclass
+class FormatBill:
+    """The embedding bill of one format in a run: the files of that format parsed and
+    chunked (unchanged ones are not), their bytes and chunks, and the texts sent (or, in a
+    dry run, that would be sent) to the embedder for them, after the run's dedup and the
+    vectors reused from the collection."""
+
+    files: int = 0
+    bytes: int = 0
+    chunks: int = 0
+    texts: int = 0
+
+    @property
+    def mb(self) -> float:
+        return self.bytes / 1e6
+
+    @property
+    def texts_per_mb(self) -> float | None:
+        """Texts embedded per MB (10**6 bytes) of files read; None for no bytes."""
+        return self.texts / self.mb if self.bytes else None
+
+    def to_dict(self) -> dict[str, Any]:
+        per = self.texts_per_mb
+        return {"files": self.files, "mb": round(self.mb, 6), "chunks": self.chunks,
+                "texts": self.texts, "texts_per_mb": None if per is None else round(per, 1)}
+
+
+@dataclass
 class IngestReport:
     """What an `ingest` run did. Chunk counts are chunks, file counts are files."""
 
@@ -82,6 +109,11 @@ class IngestReport:
     root: str = ""
     """The folder every source is relative to."""
     workers: int = 1
+    dry_run: bool = False
+    """Nothing was embedded or written: `embedded`, `written`, `reused`, `updated` and
+    `deleted` say what a real run would have done (see `IngestOptions.dry_run`)."""
+    formats: dict[str, FormatBill] = field(default_factory=dict)
+    """The embedding bill per format (see `FormatBill`), by format name."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time per stage: `discover`, `read` and `parse_chunk` (summed over workers),
     `embed` (the embedder busy), `embed_idle` (the embedder waiting for work), `write`,
@@ -100,9 +132,14 @@ class IngestReport:
             "missing_parts": list(self.missing_parts),
             "repaired": self.repaired, "truncated": self.truncated, "window": self.window,
             "root": self.root,
-            "workers": self.workers,
+            "workers": self.workers, "dry_run": self.dry_run,
+            "formats": {k: b.to_dict() for k, b in sorted(self.formats.items())},
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
+
+    def bill(self, fmt: str) -> FormatBill:
+        """The `FormatBill` of `fmt`, added when first asked for."""
+        return self.formats.setdefault(fmt or "unknown", FormatBill())
 
 
 @dataclass(frozen=True)
@@ -152,7 +189,9 @@ class IngestOptions:
       `file_timeout` (seconds of parsing and chunking) bound each file.
     - the run: `workers` parse and chunk (local: processes, default one per core, which
       never import the caller's `__main__`; Ray: the tasks at once); `rebuild` empties the
-      collection first; `progress` is called with an `IngestProgress` as files are read,
+      collection first; `dry_run` discovers, reads, parses and chunks as a run does and
+      reports what it would embed and write, per format, without writing anything, creating
+      a database or loading the embedding model; `progress` is called with an `IngestProgress` as files are read,
       texts embedded and chunks written.
     """
 
@@ -177,6 +216,7 @@ class IngestOptions:
     wait: float = DEFAULT_WAIT
     timeout: float | None = DEFAULT_TIMEOUT
     rebuild: bool = False
+    dry_run: bool = False
     progress: Callable[[IngestProgress], None] | None = None
     on_wait: Callable[[str], None] | None = None
     retry_delays: Sequence[float] = RETRY_DELAYS

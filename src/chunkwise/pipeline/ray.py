@@ -104,6 +104,9 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any,
     without Ray, and `ChunkwiseError` when the cluster fails.
     """
     opts = IngestOptions.of(options, kwargs)
+    if opts.dry_run:
+        raise ConfigError("dry_run is the local runner's (chunkwise.pipeline.ingest): it "
+                          "chunks as Ray would and embeds nothing")
     if not available():
         raise MissingDependencyError("ray[data]", "ray")
     dataset = paths_or_dataset if _is_dataset(paths_or_dataset) else None

@@ -34,6 +34,7 @@ from typing import Any, Iterable
 from ..embeddings.process import EmbeddingProcess
 from ..errors import ConfigError
 from .collection import open_session
+from .dryrun import dry_run
 from .options import IngestOptions, IngestProgress, IngestReport, worker_count
 from .pool import prepared_in_order
 from .threads import LocalRunner
@@ -54,6 +55,8 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
     chunk (default: one per core). An embedded database is locked for the run; another
     writer is waited for up to `wait` seconds. `rebuild` empties the collection first.
     `device` is where the default embedder runs (`auto`: a GPU when there is one).
+    `dry_run` reads, parses and chunks only, and reports what would be embedded and written
+    (per format: `report.formats`), creating and writing nothing (`pipeline.dryrun`).
 
     Raises `StoreError` when the store is unreachable after retries, refuses a write, or
     was built from another root; `LockedError` when another process keeps writing;
@@ -64,6 +67,8 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
     if not paths:
         raise ConfigError("no paths to ingest")
     workers = worker_count(opts.workers)
+    if opts.dry_run:
+        return dry_run(paths, opts, workers=workers)
     with open_session(paths, opts, workers=workers) as session:
         run, emb = session.run, session.embedder
         # With worker processes, the model gets a process of its own too (see embedding_process)

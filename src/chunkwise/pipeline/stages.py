@@ -61,6 +61,10 @@ class Prepared:
     warnings: tuple[str, ...] = ()
     """The parser's warnings about the file (`ParsedDocument.warnings`), for the runner to
     say: per file, or once per run for a missing optional part (see `Planner.take`)."""
+    format: str = ""
+    """The format the file was parsed as (a chunked file only)."""
+    size: int = 0
+    """The file's bytes (a chunked file only): what the report's texts per MB divide by."""
 
 
 def content_hash(data: bytes) -> str:
@@ -121,7 +125,8 @@ def prepare_bytes(source: str, data: bytes, stored: SourceState | None, opts: Pr
                         read_seconds=read_seconds, parse_seconds=time.perf_counter() - t1)
     return Prepared(source, "chunked", digest, tuple(chunks),
                     reason="" if chunks else no_text_reason(doc), read_seconds=read_seconds,
-                    parse_seconds=time.perf_counter() - t1, warnings=tuple(doc.warnings))
+                    parse_seconds=time.perf_counter() - t1, warnings=tuple(doc.warnings),
+                    format=doc.format, size=len(data))
 
 
 class _KeepWarnings(logging.Filter):
@@ -324,6 +329,10 @@ class Planner:
         stored = self.store.chunks_of(p.source) if p.source in self.states else {}
         plan = plan_file(p.source, p.chunks, stored, p.content_hash, self.options)
         r.chunks += len(p.chunks)
+        bill = r.bill(p.format)
+        bill.files += 1
+        bill.bytes += p.size
+        bill.chunks += len(p.chunks)
         if not p.chunks:
             r.no_text.append((p.source, p.reason or "no text"))
         self.timers["plan"] += time.perf_counter() - t0

@@ -129,6 +129,11 @@ class _Window:
     """(plan index, chunk index, embed hash, embed text) of the chunks to embed."""
     order: list[str] = field(default_factory=list)
     """The embed hashes of the texts sent to the embedder, in the order sent."""
+    borrowed: list[tuple[int, int, str, _Window]] = field(default_factory=list)
+    """(plan index, chunk index, embed hash, window) of chunks whose text an earlier window
+    still in flight embeds: their vector is that window's, once it is back."""
+    vectors: dict[str, Vector] = field(default_factory=dict)
+    """The vectors this window embedded, by embed hash, once they are back."""
     chunks: int = 0
 
 
@@ -143,6 +148,9 @@ class LocalRunner:
         self.writer = WriteThread(planner.store, planner.report, self.tell)
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
+        #: embed hash -> the window in flight that embeds it, so that a text repeated in the
+        #: next window is not embedded twice (the memo only has vectors that are back)
+        self.pending: dict[str, _Window] = {}
         if planner.fresh:  # everything will be embedded: load the model while the first files parse
             self.thread.load_ahead()
 
@@ -187,14 +195,21 @@ class LocalRunner:
             if v is not None:
                 w.plans[i].vectors[j] = v
                 self.report.reused += 1
+            elif h in self.pending:
+                w.borrowed.append((i, j, h, self.pending[h]))
+                self.report.reused += 1
             else:
                 todo.append((i, j, h, text))
         todo.sort(key=lambda t: len(t[3]))
         unique: dict[str, int] = {}
-        for _, _, h, text in todo:
-            unique.setdefault(h, len(unique))
+        for i, j, h, text in todo:
+            if h not in unique:
+                unique[h] = len(unique)
+                self.report.bill(w.plans[i].embed[j][0].format).texts += 1
         w.missing = todo
         w.order = list(unique)
+        for h in w.order:
+            self.pending[h] = w
         texts_by_hash = {h: text for _, _, h, text in todo}
         self.report.embedded += len(unique)
         return [texts_by_hash[h] for h in unique]
@@ -205,11 +220,16 @@ class LocalRunner:
         assert tag is w
         if isinstance(vectors, BaseException):
             raise vectors
-        by_hash = dict(zip(w.order, vectors))
+        by_hash = w.vectors = dict(zip(w.order, vectors))
         for h, v in by_hash.items():
             self.planner.memo.put(h, v)
+            if self.pending.get(h) is w:
+                del self.pending[h]
         for i, j, h, _ in w.missing:
             w.plans[i].vectors[j] = by_hash[h]
+        for i, j, h, earlier in w.borrowed:  # written before this one: its vectors are back
+            w.plans[i].vectors[j] = earlier.vectors[h]
+        w.borrowed = []
         self.writer.submit(w.plans)
 
     def finish(self) -> None:
