@@ -86,16 +86,18 @@ def test_a_dry_run_on_a_collection_counts_only_what_changed_and_writes_nothing(t
                   "paragraph that no earlier run embedded.\n", encoding="utf-8")
     (docs / "more").mkdir()  # same name elsewhere: the same texts, stored: reused
     shutil.copy(docs / "rxi__json.lua", docs / "more" / "rxi__json.lua")
+    (docs / "pallets__flask__workflows-tests.yaml").unlink()  # gone: --prune deletes it
     before = _snapshot(db)
-    dry = _run(docs, "--db", db, "--dry-run")
+    dry = _run(docs, "--db", db, "--dry-run", "--prune")
     assert _snapshot(db) == before
-    assert dry["skipped"] == 35 and dry["changed"] == 2
+    assert dry["skipped"] == 34 and dry["changed"] == 2
+    assert dry["pruned_files"] == 1 and dry["pruned_chunks"] > 0
     assert dry["formats"].keys() == {"markdown", "lua"}
     assert 0 < dry["formats"]["markdown"]["texts"] < dry["formats"]["markdown"]["chunks"]
     assert dry["reused"] > 0
-    real = _run(docs, "--db", db)
-    assert {k: dry[k] for k in BILL} == {k: real[k] for k in BILL}
-    assert dry["reused"] == real["reused"]
+    real = _run(docs, "--db", db, "--prune")
+    assert {k: dry[k] for k in (*BILL, "pruned_files", "pruned_chunks", "reused")} == \
+        {k: real[k] for k in (*BILL, "pruned_files", "pruned_chunks", "reused")}
 
 
 def test_a_dry_run_never_embeds_and_says_so_in_its_summary(tmp_path):

@@ -247,6 +247,8 @@ def _dry_summary(r: Any) -> str:
             + (f", {len(r.no_text)} no text" if r.no_text else "")
             + f"), {r.chunks} chunks: {r.written} to write ({r.embedded} texts to embed, "
             f"{r.reused} reused), {r.updated} to update, {r.deleted} to delete")
+    if r.pruned_files:
+        text += f"; {r.pruned_files} files gone ({r.pruned_chunks} chunks) to prune"
     for note in r.missing_parts:
         text += f"\nnote: {display_name(note)}"
     return text + _bill(r) + f"\ntime {r.seconds.get('total', 0):.1f}s"

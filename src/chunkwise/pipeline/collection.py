@@ -180,8 +180,21 @@ def _drop(c: ClientAPI, name: str, delays: Sequence[float]) -> None:
 def prune_gone(run: Run) -> None:
     """Delete the documents under the paths given whose files are really gone: not found,
     skipped or failed in this run, and not on disk under the root."""
-    store, found, states, report = run.store, run.found, run.states, run.report
+    store, report = run.store, run.report
     t0 = time.perf_counter()
+    gone = gone_sources(run.found, run.states, report)
+    for source, ids in sorted(store.ids_of_sources(gone).items()):
+        store.delete(ids)
+        report.pruned_files += 1
+        report.pruned_chunks += len(ids)
+        log.info("pruned %s (%d chunks)", source, len(ids))
+    report.seconds["prune"] = time.perf_counter() - t0
+
+
+def gone_sources(found: Discovery, states: dict[str, SourceState], report: IngestReport
+                 ) -> set[str]:
+    """The stored sources under the paths given whose files are really gone: not found,
+    skipped or failed in this run, and not on disk under the root (what `prune` deletes)."""
     present = {f.source for f in found.files} | {s for s, _ in found.skipped} | \
         {s for s, _ in report.failed}
     gone = set()
@@ -191,12 +204,7 @@ def prune_gone(run: Run) -> None:
         if os.path.lexists(found.root / source):
             continue
         gone.add(source)
-    for source, ids in sorted(store.ids_of_sources(gone).items()):
-        store.delete(ids)
-        report.pruned_files += 1
-        report.pruned_chunks += len(ids)
-        log.info("pruned %s (%d chunks)", source, len(ids))
-    report.seconds["prune"] = time.perf_counter() - t0
+    return gone
 
 
 def _under(source: str, scope: str) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..chroma.store import DEFAULT_DB, Store, StoreError, connect
-from .collection import choose_root
+from .collection import choose_root, gone_sources
 from .discover import discover, unsupported_summary
 from .options import IngestOptions, IngestProgress, IngestReport, check_limits
 from .pool import prepared_in_order
@@ -77,6 +77,10 @@ def dry_run(paths: list[str], opts: IngestOptions, *, workers: int) -> IngestRep
         if opts.progress is not None:  # files read and chunks made: nothing is embedded
             opts.progress(IngestProgress(report.files, len(found.files), report.chunks, 0.0,
                                          prepared.source))
+    if opts.prune and store is not None:
+        for ids in store.ids_of_sources(gone_sources(found, states, report)).values():
+            report.pruned_files += 1
+            report.pruned_chunks += len(ids)
     report.seconds = planner.seconds(discover_seconds, 0.0, 0.0, started)
     return report
 

@@ -387,6 +387,8 @@ def _consume(rows: Iterator[dict], session: Session, timing: dict[str, float], *
             p: Prepared = pickle.loads(row["prepared"])
             vectors = pickle.loads(row["vectors"])
             report.embedded += int(row["embedded"])
+            if int(row["embedded"]):
+                report.bill(p.format).texts += int(row["embedded"])
             report.truncated += int(row["truncated"])
             timing["embed"] += float(row["busy"])
             timing["embed_idle"] += float(row["idle"])
