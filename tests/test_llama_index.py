@@ -22,7 +22,7 @@ from llama_index.core import SimpleDirectoryReader
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.readers.base import BaseReader
-from llama_index.core.schema import Document, MetadataMode
+from llama_index.core.schema import Document, MetadataMode, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from llama_index.vector_stores.chroma import ChromaVectorStore
@@ -562,3 +562,57 @@ def test_one_file_of_each_corpus_folder():
         check_nodes(nodes, docs, parser)
         assert all(n.start_char_idx is not None for n in nodes)
         assert set(by_doc(nodes)) == {d.id_ for d in docs}
+
+
+# -- records written by `chunkwise ingest`, read by ChromaVectorStore ------------------------
+def _full_node_content(meta: dict) -> str:
+    """A record's `_node_content` as chunkwise wrote it before 2026-11-27: with the fields
+    whose values are LlamaIndex's defaults spelled out."""
+    import json
+
+    node = {**json.loads(meta["_node_content"]), "embedding": None, "text": "",
+            "mimetype": "text/plain", "class_name": "TextNode"}
+    for rel in node["relationships"].values():
+        rel.update(metadata={}, hash=None, class_name="RelatedNodeInfo")
+    return json.dumps(node, ensure_ascii=False)
+
+
+def test_ingested_records_read_back_as_nodes_in_the_slim_and_the_old_layout(tmp_path):
+    from chunkwise.chroma.health import check
+    from chunkwise.chroma.store import Store, connect
+    from chunkwise.pipeline import ingest
+    from hashembed import HASH
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in (*SMALL, MARKDOWN.name, "538__trump-poll-tweets.csv"):
+        shutil.copy(FIXTURES / name, folder / name)
+    db = tmp_path / "db"
+    first = ingest([folder], db_path=db, embedder=HASH, workers=1)
+    client = connect(db_path=db)  # the settings chunkwise opens it with (one per process)
+    col = client.get_collection("chunkwise")
+    got = col.get(include=["metadatas", "documents"])
+    assert len(got["ids"]) == first.written > 400
+    chunks = {c.id: c for name in (*SMALL, MARKDOWN.name, "538__trump-poll-tweets.csv")
+              for c in Chunker().chunk_file(folder / name, source=name)}
+    slim = ChromaVectorStore(chroma_collection=col).get_nodes(node_ids=got["ids"])
+    for node, meta, text in zip(slim, got["metadatas"], got["documents"]):
+        # the JSON is leaner than LlamaIndex's own, and LlamaIndex reads it as the full one
+        assert '"class_name"' not in meta["_node_content"]
+        full = TextNode.from_json(_full_node_content(meta))
+        full.set_content(text)
+        assert node.model_dump() == full.model_dump()
+        chunk = chunks[node.node_id]
+        assert node.text == chunk.text and node.ref_doc_id == chunk.source
+        assert (node.start_char_idx, node.end_char_idx) == (chunk.start, chunk.end)
+        embed = node.get_content(metadata_mode=MetadataMode.EMBED)
+        assert embed == (f"{chunk.context}\n\n{node.metadata.get(VIEW_KEY, chunk.text)}"
+                         if chunk.context else node.metadata.get(VIEW_KEY, chunk.text))
+    # a collection written the old way reads the same, is healthy, and is not rewritten
+    col.update(ids=got["ids"], metadatas=[{**m, "_node_content": _full_node_content(m)}
+                                          for m in got["metadatas"]])
+    old = ChromaVectorStore(chroma_collection=col).get_nodes(node_ids=got["ids"])
+    assert [n.model_dump() for n in old] == [n.model_dump() for n in slim]
+    assert check(Store(client, "chunkwise", HASH, create=False)).ok
+    again = ingest([folder], db_path=db, embedder=HASH, workers=1)
+    assert again.skipped == again.files == 5 and again.written == again.updated == 0

@@ -90,29 +90,33 @@ def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
     and the document id under its three names. A record written by `chunkwise ingest` is
     then read by `ChromaVectorStore` as the node `ChunkwiseNodeParser` makes of the chunk:
     `ref_doc_id` = the source, SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk
-    fields as metadata and the same embed text (`context` shown as its value alone)."""
+    fields as metadata and the same embed text (`context` shown as its value alone).
+
+    The JSON leaves out the fields whose value is the pydantic default LlamaIndex fills in
+    (`embedding`, `text`, `mimetype`, `class_name`, and a relationship's `metadata`, `hash`,
+    `class_name`): about a quarter less JSON a record, the same node (docs/ingest.md has the
+    figures). Records written with them (chunkwise before 2026-11-27) read the same."""
     node_meta = {k: meta[k] for k in NODE_METADATA if k in meta}
     if "kinds" in node_meta:
         node_meta["kinds"] = ", ".join(chunk.kinds)
 
     def related(node_id: str, node_type: str) -> dict[str, Any]:
-        return {"node_id": node_id, "node_type": node_type, "metadata": {}, "hash": None,
-                "class_name": "RelatedNodeInfo"}
+        return {"node_id": node_id, "node_type": node_type}
 
     relationships = {"1": related(chunk.source, "4")}  # SOURCE: the document
     if prev_id is not None:
         relationships["2"] = related(prev_id, "1")  # PREVIOUS
     if next_id is not None:
         relationships["3"] = related(next_id, "1")  # NEXT
+    # the separator and text template are written although they are the defaults: they
+    # make the embed text, and LlamaIndex spelled the separator two ways
     node = {
-        "id_": chunk.id, "embedding": None, "metadata": node_meta,
+        "id_": chunk.id, "metadata": node_meta,
         "excluded_embed_metadata_keys": [k for k in node_meta if k != "context"],
         "excluded_llm_metadata_keys": [k for k in node_meta if k != "context"],
         "relationships": relationships, "metadata_template": "{value}",
-        "metadata_separator": "\n", "text": "", "mimetype": "text/plain",
-        "start_char_idx": chunk.start, "end_char_idx": chunk.end,
+        "metadata_separator": "\n", "start_char_idx": chunk.start, "end_char_idx": chunk.end,
         "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
-        "class_name": "TextNode",
     }
     return {"_node_content": json.dumps(node, ensure_ascii=False), "_node_type": "TextNode",
             "document_id": chunk.source, "doc_id": chunk.source, "ref_doc_id": chunk.source}
