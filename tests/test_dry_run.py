@@ -10,6 +10,8 @@ import hashlib
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 
 from chunkwise.embeddings.functions import Embedder
 from chunkwise.pipeline import ingest
-from hashembed import HASH, hash_vectors
+from hashembed import HASH
 from test_cli_usage import HASH as HASH_ARGS, cli
 from conftest import FIXTURES
 
@@ -116,4 +118,13 @@ def test_a_dry_run_never_embeds_and_says_so_in_its_summary(tmp_path):
     assert p.stdout.startswith("dry run, nothing written: 1 files")
     assert "lua" in p.stdout and "texts to embed" in p.stdout
     assert not (tmp_path / "db").exists()
-    assert hash_vectors(["x"]).shape == (1, 16)  # the embedder the real runs above use
+    # the default model (all-MiniLM-L6-v2 on onnxruntime) is not even imported
+    code = ("import sys; from chunkwise.pipeline import ingest; "
+            f"r = ingest([{str(docs / 'rxi__json.lua')!r}], db_path={str(tmp_path / 'db')!r}, "
+            "workers=1, dry_run=True); "
+            "print(r.embedded, r.window, 'onnxruntime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(report.embedded), "256", "False"]
+    assert not (tmp_path / "db").exists()
