@@ -85,10 +85,12 @@ def test_code_view_names_the_function_and_splits_identifiers():
 def test_code_doc_names_the_definition_a_chunk_starts_inside(name):
     """`code-doc`: a chunk that starts inside a documented definition has, after its
     context, a line with the definition's qualified name and the first line of its
-    documentation; the text, the spans and every other chunk are as in the default."""
+    documentation; the text, the spans and every other chunk are as without it."""
     path = FIXTURES / name
-    plain = Chunker(max_tokens=128).chunk_file(path)
-    doc = Chunker(max_tokens=128, views="table-row,code-doc").chunk_file(path)
+    plain = Chunker(max_tokens=128, views="table-row").chunk_file(path)
+    doc = Chunker(max_tokens=128).chunk_file(path)  # the default has it
+    assert [(c.start, c.end) for c in doc] == [
+        (c.start, c.end) for c in Chunker(max_tokens=128, views="table-row,code-doc").chunk_file(path)]
     assert [(c.start, c.end, c.text) for c in plain] == [(c.start, c.end, c.text) for c in doc]
     changed = [(a, b) for a, b in zip(plain, doc) if a.context != b.context]
     assert changed, name
@@ -96,12 +98,15 @@ def test_code_doc_names_the_definition_a_chunk_starts_inside(name):
     for a, b in changed:
         assert b.context.startswith(a.context + "\n") or not a.context
         added = b.context.split("\n")[-1]
-        symbol, _, first = added.partition(": ")
+        mark = b.context.split(" ", 1)[0]  # the line comment of the file's own line
+        assert mark in ("#", "//") and added.startswith(mark + " ")
+        symbol, _, first = added[len(mark) + 1:].partition(": ")
         # the doc line is the file's own words (C#'s tags left out)
         assert first and all(w in text for w in first.split()), (name, added)
         assert symbol.split(".")[-1] in text
         assert not b.view and b.tokens <= 128  # the text embeds as it is
         assert b.tokens == Chunker(max_tokens=128).sizer.count(b.embed_text)
+        assert a.id != b.id  # the context is part of the chunk
     for a, b in zip(plain, doc):  # a chunk at a definition's start carries its doc itself
         if a.context == b.context:
             assert not b.view
