@@ -71,7 +71,7 @@ class Lang:
     """Headers longer than this (characters) are compacted for the context."""
     encoding: str = ""
     """The kind of encoding declaration the language has (`textio.declared_encoding`)."""
-    views: tuple[tuple[str, str], ...] = ()
+    views: tuple[tuple[str, str], ...] = (("*", "code"),)
     """The views (`chunkwise.chunking.views`) the language's chunks are embedded through."""
     sliced: bool = True
     """Big files may be parsed slice by slice (not PHP: code before `<?php` is text)."""

@@ -37,7 +37,7 @@ def test_view_of_rows_leaves_out_empty_and_usual_values():
                                   "fastapi__fastapi__concurrency.py",
                                   "mkdocs-material__reference__data-tables.md"])
 @pytest.mark.parametrize("views", ["default", "all", "table", "code-split", "code-name",
-                                   "table-all"])
+                                   "table-all", "code-doc"])
 def test_contract_holds_with_views(name, views):
     chunker = Chunker(max_tokens=128, views=views)
     chunks = check_contract((FIXTURES / name).read_bytes(), name, chunker)
@@ -74,6 +74,42 @@ def test_code_view_names_the_function_and_splits_identifiers():
     assert method.view.startswith("Background Tasks add task\n")
     assert "def add task(" in method.view and "def add_task(" in method.text
     assert method.tokens == Chunker(views="code").sizer.count(method.embed_text)
+
+
+# a Python docstring after the header; doc comments above the header: Java's /** */, Go's
+# //, Kotlin's KDoc, bash's #, C#'s /// <summary> (its tags left out)
+@pytest.mark.parametrize("name", ["fastapi__fastapi__background.py",
+                                  "gson__internal__LazilyParsedNumber.java", "cobra__args.go",
+                                  "timber__Timber.kt", "nvm__install.sh",
+                                  "Newtonsoft.Json__Linq__JRaw.cs"])
+def test_code_doc_names_the_definition_a_chunk_starts_inside(name):
+    """`code-doc`: a chunk that starts inside a documented definition has, after its
+    context, a line with the definition's qualified name and the first line of its
+    documentation; the text, the spans and every other chunk are as without it."""
+    path = FIXTURES / name
+    plain = Chunker(max_tokens=128, views="table-row").chunk_file(path)
+    doc = Chunker(max_tokens=128).chunk_file(path)  # the default has it
+    assert [(c.start, c.end) for c in doc] == [
+        (c.start, c.end) for c in Chunker(max_tokens=128, views="table-row,code-doc").chunk_file(path)]
+    assert [(c.start, c.end, c.text) for c in plain] == [(c.start, c.end, c.text) for c in doc]
+    changed = [(a, b) for a, b in zip(plain, doc) if a.context != b.context]
+    assert changed, name
+    text = parse_file(path).text
+    for a, b in changed:
+        assert b.context.startswith(a.context + "\n") or not a.context
+        added = b.context.split("\n")[-1]
+        mark = b.context.split(" ", 1)[0]  # the line comment of the file's own line
+        assert mark in ("#", "//") and added.startswith(mark + " ")
+        symbol, _, first = added[len(mark) + 1:].partition(": ")
+        # the doc line is the file's own words (C#'s tags left out)
+        assert first and all(w in text for w in first.split()), (name, added)
+        assert symbol.split(".")[-1] in text
+        assert not b.view and b.tokens <= 128  # the text embeds as it is
+        assert b.tokens == Chunker(max_tokens=128).sizer.count(b.embed_text)
+        assert a.id != b.id  # the context is part of the chunk
+    for a, b in zip(plain, doc):  # a chunk at a definition's start carries its doc itself
+        if a.context == b.context:
+            assert not b.view
 
 
 def test_views_none_leaves_text_formats_as_they_were():

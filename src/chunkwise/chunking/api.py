@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 20  # 20: Python parsed by the code table's walk (its chunks unchanged);
+CHUNKER_VERSION = 21  # 21: code chunks inside a documented definition name it and its first
+# doc line in their context (the `code-doc` view, default; issue 34); 20: Python parsed by the code table's walk (its chunks unchanged);
 # Ruby, Lua, Kotlin methods with a body below the header no longer leaves; a comment after a
 # block's `{` not glued to the next statement; 19: code headers cut from comments and compound
 # lines around them, never inside (issue 24); 18: views (CSV and Markdown table rows), parent sections; kinds of whole
@@ -69,7 +70,9 @@ class Chunker:
         context_tokens: budget share reserved for the sentence (default 64).
         views: which of the views parsers declare are applied (`chunkwise.chunking.views`):
             `default` (`table-row`: table rows as `column: value` lines, one row per chunk;
-            the code view measured worse and is opt-in), `all` (`code,table`), `none`
+            `code-doc`: a code chunk inside a documented definition has its qualified name
+            and first doc line added to its context; the code view measured worse and is
+            opt-in), `all` (`code,table`), `none`
             (every chunk embeds its text as it is), or a comma-separated list of view names
             and variants (`code`, `table`, `table-row`, `code-split`, …). Not applied with
             `overlap`: an overlapping chunk embeds its text.

@@ -118,7 +118,8 @@ def chunk_options(p: argparse.ArgumentParser) -> None:
                    help="--contextualize: budget reserved for the sentence (default 64)")
     g.add_argument("--views", default="default", metavar="SPEC",
                    help="what a chunk embeds in place of its text where the parser declares a "
-                        "view: default (table rows as `column: value` lines), all, none (every "
+                        "view: default (table rows as `column: value` lines; code inside a "
+                        "documented definition names it and its first doc line), all, none (every "
                         "chunk embeds its text as it is), or names: table-row,code,…")
     g.add_argument("--format", default=None, help="force the input format instead of detecting it")
 
