@@ -220,19 +220,13 @@ def _summary(r: Any) -> str:
     if r.dry_run:
         return _dry_summary(r)
     text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
-            f"failed"
-            + (f", {len(r.ignored)} skipped" if r.ignored else "")
-            + (f", {r.unsupported} unsupported" if r.unsupported else "")
-            + (f", {len(r.no_text)} no text" if r.no_text else "")
-            + f"), {r.chunks} chunks: {r.written} written ({r.embedded} embedded, {r.reused} "
-            f"reused), {r.updated} updated, {r.deleted} deleted")
+            f"failed{_passed_over(r)}), {r.chunks} chunks: {r.written} written ({r.embedded} "
+            f"embedded, {r.reused} reused), {r.updated} updated, {r.deleted} deleted")
     if r.pruned_files:
         text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"
     if r.repaired:
         text += f"; repaired a damaged index ({r.repaired} records re-embedded)"
-    for note in r.missing_parts:  # once per run, however many files met it
-        text += f"\nnote: {display_name(note)}"
-    text += _bill(r)
+    text += _notes(r) + _bill(r)
     return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
             f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
             f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "
@@ -241,17 +235,25 @@ def _summary(r: Any) -> str:
 
 def _dry_summary(r: Any) -> str:
     text = (f"dry run, nothing written: {r.files} files ({r.skipped} unchanged, {r.changed} "
-            f"to write, {len(r.failed)} failed"
-            + (f", {len(r.ignored)} skipped" if r.ignored else "")
-            + (f", {r.unsupported} unsupported" if r.unsupported else "")
-            + (f", {len(r.no_text)} no text" if r.no_text else "")
-            + f"), {r.chunks} chunks: {r.written} to write ({r.embedded} texts to embed, "
-            f"{r.reused} reused), {r.updated} to update, {r.deleted} to delete")
+            f"to write, {len(r.failed)} failed{_passed_over(r)}), {r.chunks} chunks: "
+            f"{r.written} to write ({r.embedded} texts to embed, {r.reused} reused), "
+            f"{r.updated} to update, {r.deleted} to delete")
     if r.pruned_files:
         text += f"; {r.pruned_files} files gone ({r.pruned_chunks} chunks) to prune"
-    for note in r.missing_parts:
-        text += f"\nnote: {display_name(note)}"
-    return text + _bill(r) + f"\ntime {r.seconds.get('total', 0):.1f}s"
+    return text + _notes(r) + _bill(r) + f"\ntime {r.seconds.get('total', 0):.1f}s"
+
+
+def _passed_over(r: Any) -> str:
+    """The files a run (or a dry run) did not read, in the summary's count: skipped paths,
+    files of no supported format, files with no text."""
+    return ((f", {len(r.ignored)} skipped" if r.ignored else "")
+            + (f", {r.unsupported} unsupported" if r.unsupported else "")
+            + (f", {len(r.no_text)} no text" if r.no_text else ""))
+
+
+def _notes(r: Any) -> str:
+    """A line per missing optional part: once per run, however many files met it."""
+    return "".join(f"\nnote: {display_name(note)}" for note in r.missing_parts)
 
 
 def _bill(r: Any) -> str:

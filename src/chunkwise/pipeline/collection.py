@@ -110,7 +110,7 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
     `hashes`, when given, gets every stored embed hash on the way). `paths=None` discovers
     nothing: the caller brings its own files, named relative to `root`, and adds them to
     `run.found.files` as it reads them (what `prune_gone` keeps)."""
-    collection, root, fmt = opts.collection, opts.root, opts.format
+    collection, root = opts.collection, opts.root
     if opts.rebuild:
         _drop(c, collection, opts.retry_delays)
     store = Store(c, collection, emb, create=True, retry_delays=opts.retry_delays)
@@ -130,19 +130,31 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
                          max_file_size=opts.max_file_size)
     else:
         found = Discovery(root=the_root, scopes=[""])
-    report = IngestReport(window=emb.window, root=str(the_root), workers=workers,
-                          repaired=repaired)
+    report = discovered(found, opts.prune, IngestReport(
+        window=emb.window, root=str(the_root), workers=workers, repaired=repaired))
+    states = store.summary(hashes)
+    return Run(store, found, states, report, prepare_options(opts, chunker, emb),
+               time.perf_counter() - t0, None if recorded is not None else str(the_root))
+
+
+def discovered(found: Discovery, prune: bool, report: IngestReport) -> IngestReport:
+    """`report` with what discovery passed over: the paths skipped, the files of no supported
+    format (one warning), and the paths that do not exist (failures, unless pruning)."""
     report.ignored.extend(found.skipped)
     if found.unsupported:
         log.warning("%s", unsupported_summary(found.unsupported))
     report.unsupported = len(found.unsupported)
-    if found.missing and not opts.prune:
+    if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
-    states = store.summary(hashes)
-    opts = PrepareOptions(chunker, fmt, options_fingerprint(chunker, fmt, emb.identity),
+    return report
+
+
+def prepare_options(opts: IngestOptions, chunker: ChunkerLike, emb: Embedder) -> PrepareOptions:
+    """What each file's preparation needs: the chunker, the format, the fingerprint of both
+    with the embedder's identity (stored chunks made otherwise are not current), the bounds."""
+    return PrepareOptions(chunker, opts.format,
+                          options_fingerprint(chunker, opts.format, emb.identity),
                           opts.max_file_size, opts.file_timeout)
-    return Run(store, found, states, report, opts, time.perf_counter() - t0,
-               None if recorded is not None else str(the_root))
 
 
 def _heal_if_damaged(store: Store, emb: Embedder) -> int:

@@ -11,22 +11,19 @@ decides whether stored chunks are current).
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..chroma.store import DEFAULT_DB, Store, StoreError, connect
-from .collection import choose_root, gone_sources
-from .discover import discover, unsupported_summary
+from .collection import choose_root, discovered, gone_sources, prepare_options
+from .discover import discover
 from .options import IngestOptions, IngestProgress, IngestReport, check_limits
 from .pool import prepared_in_order
-from .stages import Planner, PrepareOptions, options_fingerprint
+from .stages import Planner
 
 if TYPE_CHECKING:
     from ..embeddings.functions import Embedder
-
-log = logging.getLogger(__name__)
 
 
 def dry_run(paths: list[str], opts: IngestOptions, *, workers: int) -> IngestReport:
@@ -43,17 +40,10 @@ def dry_run(paths: list[str], opts: IngestOptions, *, workers: int) -> IngestRep
     t0 = time.perf_counter()
     found = discover(paths, root=root, follow_symlinks=opts.follow_symlinks,
                      max_file_size=opts.max_file_size)
-    report = IngestReport(window=emb.window, root=str(root), workers=workers, dry_run=True)
-    report.ignored.extend(found.skipped)
-    if found.unsupported:
-        log.warning("%s", unsupported_summary(found.unsupported))
-    report.unsupported = len(found.unsupported)
-    if found.missing and not opts.prune:
-        report.failed.extend((m, "no such file or directory") for m in found.missing)
+    report = discovered(found, opts.prune, IngestReport(
+        window=emb.window, root=str(root), workers=workers, dry_run=True))
     states = store.summary() if store is not None else {}
-    prep = PrepareOptions(chunker, opts.format, options_fingerprint(chunker, opts.format,
-                                                                    emb.identity),
-                          opts.max_file_size, opts.file_timeout)
+    prep = prepare_options(opts, chunker, emb)
     discover_seconds = time.perf_counter() - t0
     # `fresh`: without a collection there is nothing to lend, and nothing is asked of it
     planner = Planner(store, report, states, prep.options, len(found.files), opts.progress,  # type: ignore[arg-type]
