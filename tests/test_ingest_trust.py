@@ -28,6 +28,7 @@ from chunkwise.pipeline.runner import IngestOptions, ingest
 
 from conftest import FIXTURES, ChromaServer, free_port
 from hashembed import HASH
+from killing import KillingChunker
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "chunkwise.cli"]
@@ -338,33 +339,11 @@ def test_workers_give_the_collection_of_one_process(docs, tmp_path):
     assert records(tmp_path / "one") == records(tmp_path / "two")
 
 
-class KillingChunker:
-    """The real chunker, except that a file holding `KILL-THE-WORKER` ends its process at
-    once, as a crash in a parser's C code or the out-of-memory killer would."""
-
-    def __init__(self) -> None:
-        from chunkwise import Chunker
-
-        self.chunker = Chunker(max_tokens=256, tokenizer="minilm")
-        self.fingerprint = self.chunker.fingerprint
-
-    def parse_bytes(self, data: bytes, **kwargs):
-        if b"KILL-THE-WORKER" in data:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return self.chunker.parse_bytes(data, **kwargs)
-
-    def chunk_document(self, doc):
-        return self.chunker.chunk_document(doc)
-
-    def chunk_bytes(self, data: bytes, **kwargs):
-        return self.chunk_document(self.parse_bytes(data, **kwargs))
-
-
 def test_a_file_that_kills_its_worker_fails_alone(docs, tmp_path):
     (docs / "sub" / "poison.txt").write_text("KILL-THE-WORKER\n" * 3)
     serial = ingest([docs], db_path=tmp_path / "ref", embedder=HASH, workers=1)
     pooled = ingest([docs], db_path=tmp_path / "db", embedder=HASH, workers=2,
-                    chunker=KillingChunker())
+                    chunker=KillingChunker(max_tokens=256))
     assert [s for s, _ in pooled.failed] == ["sub/poison.txt"]
     assert "worker process" in pooled.failed[0][1]
     want = {i: r for i, r in records(tmp_path / "ref").items()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from chunkwise.pipeline.stages import (Planner, PrepareOptions, options_fingerpr
 
 from conftest import FIXTURES
 from hashembed import HASH
+from killing import KillingChunker
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ("fastapi__features.md", "alice-in-wonderland.txt", "fastapi__fastapi__background.py",
@@ -160,33 +160,17 @@ def test_planner_counts_unchanged_changed_failed_and_reuses_stored_vectors(folde
 
 
 # -- the process pool -----------------------------------------------------------------------
-class KillingChunker:
-    """The real chunker, except that a file holding `KILL-THE-WORKER` ends its process at
-    once (as a crash in a parser's C code, or the out-of-memory killer, would)."""
-
-    def __init__(self) -> None:
-        self.chunker = Chunker(max_tokens=128, tokenizer="minilm")
-        self.fingerprint = self.chunker.fingerprint
-
-    def parse_bytes(self, data: bytes, **kwargs):
-        if b"KILL-THE-WORKER" in data:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return self.chunker.parse_bytes(data, **kwargs)
-
-    def chunk_document(self, doc):
-        return self.chunker.chunk_document(doc)
-
-
 def test_pool_gives_discovery_order_and_a_crash_fails_one_file(folder):
     (folder / "poison.txt").write_text("KILL-THE-WORKER\n", encoding="utf-8")
-    opts = stage2_options(KillingChunker())
+    opts = stage2_options(KillingChunker(max_tokens=128))
     tasks = discover([folder]).files
     pooled = list(prepared_in_order(tasks, {}, opts, 2))
     assert [p.source for p in pooled] == [t.source for t in tasks]
     by = {p.source: p for p in pooled}
     assert by["poison.txt"].status == "failed" and "worker process" in by["poison.txt"].reason
     inline = {p.source: p for p in prepared_in_order(
-        [t for t in tasks if t.source != "poison.txt"], {}, stage2_options(KillingChunker().chunker), 1)}
+        [t for t in tasks if t.source != "poison.txt"], {}, stage2_options(opts.chunker.chunker),
+        1)}
     for source, p in inline.items():
         assert by[source].status == "chunked" and by[source].chunks == p.chunks
 
