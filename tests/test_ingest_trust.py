@@ -489,3 +489,40 @@ def test_options_as_one_object_or_as_keywords_make_the_same_run(docs, tmp_path):
     assert again.chunks < one.chunks
     with pytest.raises(TypeError, match="embeder"):
         ingest([docs], db_path=tmp_path / "x", embeder=HASH)
+
+
+def test_several_writers_into_a_server_give_the_collection_of_one(docs, tmp_path):
+    """`writers=4` writes windows at once into a `chroma run` server: the same ids,
+    documents, metadata and vectors as one writer into an embedded database, on a first run
+    and on a rerun that edits a file and prunes a deleted one."""
+    from chunkwise.chroma.store import connect
+
+    def vectors(client) -> dict[str, list[float]]:
+        got = client.get_collection("chunkwise").get(include=["embeddings"])
+        return dict(zip(got["ids"], got["embeddings"]))
+
+    kw = dict(embedder=HASH, workers=1, max_tokens=48, prune=True)
+    server = ChromaServer(tmp_path / "srv", free_port())
+    server.start()
+    try:
+        for step in range(2):
+            one = ingest([docs], db_path=tmp_path / "ref", **kw)
+            many = ingest([docs], host="127.0.0.1", port=server.port, writers=4, **kw)
+            assert many.written == one.written and many.deleted == one.deleted
+            got = {i: (d, m) for i, d, m in iter_collection(host="127.0.0.1", port=server.port)}
+            assert got == records(tmp_path / "ref")
+            theirs = vectors(connect(db_path=tmp_path / "ref"))
+            ours = vectors(connect(host="127.0.0.1", port=server.port))
+            assert ours.keys() == theirs.keys()
+            assert max(abs(ours[i] - theirs[i]).max() for i in ours) < 1e-6
+            if step == 0:  # enough windows for the writers to overlap
+                assert one.written > 4 * 512
+                md = docs / "fastapi__features.md"
+                md.write_text(md.read_text(encoding="utf-8").replace(" the ", " a ", 3),
+                              encoding="utf-8")
+                next(p for p in sorted(docs.iterdir()) if p.suffix == ".html").unlink()
+        assert one.changed == 1 and one.deleted > 0
+    finally:
+        server.stop()
+    with pytest.raises(ConfigError, match="writers"):
+        ingest([docs], db_path=tmp_path / "x", embedder=HASH, writers=0)

@@ -81,17 +81,20 @@ def corpus_records(folder: Path) -> tuple[list[str], list[str], list[dict]]:
 
 
 def full_node(meta: dict) -> dict:
-    """`_node_content` as chunkwise wrote it before 2026-11-27: LlamaIndex's defaults spelled
-    out (what `node_to_metadata_dict` writes)."""
+    """The record as chunkwise wrote it before 2026-11-27: `_node_content` with LlamaIndex's
+    defaults spelled out, `_node_type`, and the document id under its three names (what
+    `node_to_metadata_dict` writes)."""
     node = {**json.loads(meta["_node_content"]), "embedding": None, "text": "",
             "mimetype": "text/plain", "class_name": "TextNode"}
     for rel in node["relationships"].values():
         rel.update(metadata={}, hash=None, class_name="RelatedNodeInfo")
-    return {**meta, "_node_content": json.dumps(node, ensure_ascii=False)}
+    return {**meta, "_node_content": json.dumps(node, ensure_ascii=False),
+            "_node_type": "TextNode", "doc_id": meta["document_id"],
+            "ref_doc_id": meta["document_id"]}
 
 
 def no_node(meta: dict) -> dict:
-    return {k: v for k, v in meta.items() if k not in ("_node_content", "_node_type")}
+    return {k: v for k, v in meta.items() if k != "_node_content"}
 
 
 def lean_schema():
@@ -119,7 +122,7 @@ def layouts(folder: Path, rounds: int) -> None:
     ids, docs, metas = corpus_records(folder)
     vecs = np.random.default_rng(0).standard_normal((len(ids), 384)).astype(np.float32)
     variants = {  # name: (metadatas, batch size, schema)
-        "full _node_content (before)": ([full_node(m) for m in metas], 512, None),
+        "before: full node, 3 id keys": ([full_node(m) for m in metas], 512, None),
         "today, batch 512": (metas, 512, None), "today, batch 128": (metas, 128, None),
         "today, batch 2048": (metas, 2048, None),
         "no _node_content": ([no_node(m) for m in metas], 512, None),

@@ -1,15 +1,20 @@
 """End-to-end ingest throughput: chunks/s and MB/s, the split of time per stage, and how much
 of the run the embedder waited for work, for the serial runner, a process pool and Ray.
 
-Each configuration ingests the same folders into a fresh embedded Chroma (`ray-server`: a
-fresh `chroma run` server on 127.0.0.1) in a fresh process, so that no model, client or cache
+Each configuration ingests the same folders into a fresh embedded Chroma (`ray-server`, and
+a name with `-server`: a fresh `chroma run` server on 127.0.0.1) in a fresh process, so that no model, client or cache
 is shared between runs; peak RSS is the largest of that process and its children (parsing
 workers, the model's process), and "all processes together" the peak of their sum, sampled
 every 0.2 s from /proc.
 
     python tests/bench/bench_ingest.py [--corpus ../shared/corpus] [--folders markdown html ...]
-        [--configs serial,workers2,ray,ray-server] [--embedder minilm|hash] [--device cpu|cuda|auto]
+        [--configs serial,workers2,ray,ray-server,workers2-server-w4] [--embedder minilm|hash]
+        [--device cpu|cuda|auto]
         [--runs 1] [--copies 1] [--json OUT.json]
+
+A configuration is `serial`, `workersN` (N parsing processes), `ray` or `ray-server`; with
+`-server` it writes into a `chroma run` server instead of an embedded database, with `-wN`
+through N writer threads (`--writers`).
 
 `--embedder hash` measures the pipeline without the model (tests/hashembed.py: a hash of
 each text; the store and the chunker are real). `--copies 3` ingests three copies of the
@@ -69,7 +74,7 @@ if args.pop("ray", False):
     from chunkwise.pipeline.ray import ingest as ray_ingest
     report = ray_ingest(args.pop("paths"), **args)
 else:
-    report = ingest(**args)
+    report = ingest(args.pop("paths"), **args)
 out = report.to_dict()
 out["wall"] = time.perf_counter() - t0
 out["rss_mb"] = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
@@ -85,26 +90,48 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: `chroma run` without the console script (a `pip install --target` has none on PATH)
+CHROMA_RUN = "import sys, chromadb_rust_bindings as r; r.cli(['chroma', *sys.argv[1:]])"
+
+
+def start_server(work: Path) -> tuple[subprocess.Popen, int]:
+    """A fresh `chroma run` on 127.0.0.1, once it answers its heartbeat."""
+    import httpx
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-c", CHROMA_RUN, "run", "--path",
+                               str(work / f"srv-{port}"), "--host", "127.0.0.1", "--port",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).is_success:
+                return server, port
+        except httpx.TransportError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("`chroma run` did not start")
+
+
 def run_config(name: str, paths: list[str], work: Path, embedder: str, device: str | None,
                env: dict[str, str]) -> dict:
     args: dict = {"paths": paths, "embedder": embedder, "prune": False}
     if device:
         args["device"] = device
+    base, *flags = name.split("-")
     server = None
-    if name == "ray-server":
-        port = free_port()
-        exe = Path(sys.executable).with_name("chroma")
-        server = subprocess.Popen([str(exe), "run", "--path", str(work / f"srv-{port}"),
-                                   "--host", "127.0.0.1", "--port", str(port)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(6)
-        args.update(ray=True, host="127.0.0.1", port=port, num_cpus=2)
+    if "server" in flags:
+        server, port = start_server(work)
+        args.update(host="127.0.0.1", port=port)
     else:
         args.update(db_path=str(work / f"db-{name}-{time.monotonic_ns()}"))
-        if name == "ray":
-            args.update(ray=True, num_cpus=2)
-        else:
-            args.update(workers=1 if name == "serial" else int(name.removeprefix("workers")))
+    for flag in flags:
+        if flag.startswith("w") and flag[1:].isdigit():
+            args["writers"] = int(flag[1:])
+    if base == "ray":
+        args.update(ray=True, num_cpus=2)
+    else:
+        args.update(workers=1 if base == "serial" else int(base.removeprefix("workers")))
     try:
         p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env,
                            capture_output=True, text=True, timeout=6 * 3600)

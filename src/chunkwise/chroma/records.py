@@ -86,8 +86,8 @@ def chunk_metadata(chunk: Chunk, *, index: int, count: int, content_hash: str,
 def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
                      next_id: str | None) -> dict[str, str]:
     """What LlamaIndex's vector stores write beside a node (`node_to_metadata_dict`), for a
-    chunk: `_node_content` (the node as JSON, text left out: Chroma holds it), `_node_type`
-    and the document id under its three names. A record written by `chunkwise ingest` is
+    chunk: `_node_content` (the node as JSON, text left out: Chroma holds it) and
+    `document_id`, what `ChromaVectorStore.delete(ref_doc_id)` filters on. A record written by `chunkwise ingest` is
     then read by `ChromaVectorStore` as the node `ChunkwiseNodeParser` makes of the chunk:
     `ref_doc_id` = the source, SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk
     fields as metadata and the same embed text (`context` shown as its value alone).
@@ -95,7 +95,11 @@ def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
     The JSON leaves out the fields whose value is the pydantic default LlamaIndex fills in
     (`embedding`, `text`, `mimetype`, `class_name`, and a relationship's `metadata`, `hash`,
     `class_name`): about a quarter less JSON a record, the same node (docs/ingest.md has the
-    figures). Records written with them (chunkwise before 2026-11-27) read the same."""
+    figures). Records written with them (chunkwise before 2026-11-27) read the same.
+    `_node_type` ("TextNode", what LlamaIndex reads when it is missing) and the document id's
+    two other names (`doc_id`, `ref_doc_id`, which LlamaIndex writes for other stores and
+    reads only from records without `_node_content`) are left out too: each metadata key
+    is a row of Chroma's metadata table, about 4% of a record's write time apiece."""
     node_meta = {k: meta[k] for k in NODE_METADATA if k in meta}
     if "kinds" in node_meta:
         node_meta["kinds"] = ", ".join(chunk.kinds)
@@ -118,6 +122,5 @@ def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
         "metadata_separator": "\n", "start_char_idx": chunk.start, "end_char_idx": chunk.end,
         "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
     }
-    return {"_node_content": json.dumps(node, ensure_ascii=False), "_node_type": "TextNode",
-            "document_id": chunk.source, "doc_id": chunk.source, "ref_doc_id": chunk.source}
+    return {"_node_content": json.dumps(node, ensure_ascii=False), "document_id": chunk.source}
 

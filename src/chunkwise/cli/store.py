@@ -46,6 +46,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="processes that parse and chunk (default: one per core; 1: in this "
                         "process)")
+    p.add_argument("--writers", type=int, default=1, metavar="N",
+                   help="threads writing to the store at once (default 1; more pay off with a "
+                        "Chroma server, --host, which takes concurrent writes)")
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="how long to wait for another process writing the same database "
                         "(default 10)")
@@ -177,7 +180,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = ingest(args.paths, chunker=chunker, format=args.format,
                         embedder=args.embedder, device=args.device, prune=args.prune,
                         progress=bar if show else None,
-                        root=args.root, workers=args.workers, wait=args.wait,
+                        root=args.root, workers=args.workers, writers=args.writers,
+                        wait=args.wait,
                         follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
                         dry_run=args.dry_run,
                         max_file_size=parse_size(args.max_file_size),

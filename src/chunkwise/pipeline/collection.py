@@ -19,7 +19,7 @@ from ..chroma.locking import WriteLock
 from ..chroma.store import (DEFAULT_DB, SourceState, Store, StoreError, connect,
                             persist_directory)
 from .discover import Discovery, default_root, discover, inside, resolve_root, unsupported_summary
-from .options import IngestOptions, IngestReport, check_limits
+from .options import IngestOptions, IngestReport, check_limits, writer_count
 from .stages import Planner, PrepareOptions, options_fingerprint
 
 if TYPE_CHECKING:
@@ -256,6 +256,7 @@ def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
 
     started = time.perf_counter()
     check_limits(opts.max_file_size, opts.file_timeout)
+    writer_count(opts.writers)
     chunker = opts.make_chunker()
     emb = resolve_embedder(opts.embedder, device=opts.device)
     with open_for_writing(opts) as c:

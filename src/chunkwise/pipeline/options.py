@@ -188,7 +188,9 @@ class IngestOptions:
       paths given whose files are gone; `follow_symlinks`; `max_file_size` (bytes) and
       `file_timeout` (seconds of parsing and chunking) bound each file.
     - the run: `workers` parse and chunk (local: processes, default one per core, which
-      never import the caller's `__main__`; Ray: the tasks at once); `rebuild` empties the
+      never import the caller's `__main__`; Ray: the tasks at once); `writers` threads write
+      windows of whole files at once (worth it with a Chroma server, which takes concurrent
+      requests; an embedded database takes them in turn; default 1); `rebuild` empties the
       collection first; `dry_run` discovers, reads, parses and chunks as a run does and
       reports what it would embed and write, per format, without writing anything, creating
       a database or loading the embedding model; `progress` is called with an `IngestProgress` as files are read,
@@ -210,6 +212,7 @@ class IngestOptions:
     prune: bool = False
     root: str | os.PathLike | None = None
     workers: int | None = None
+    writers: int = 1
     follow_symlinks: bool = False
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     file_timeout: float | None = DEFAULT_FILE_TIMEOUT
@@ -241,6 +244,13 @@ def check_limits(max_file_size: int, file_timeout: float | None) -> None:
         raise ConfigError(f"max_file_size must be a positive number of bytes, got {max_file_size!r}")
     if file_timeout is not None and not file_timeout > 0:
         raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
+
+
+def writer_count(writers: int) -> int:
+    """`writers`, checked: `ConfigError` unless a positive integer."""
+    if isinstance(writers, bool) or not isinstance(writers, int) or writers < 1:
+        raise ConfigError(f"writers must be a positive integer, got {writers!r}")
+    return writers
 
 
 def worker_count(workers: int | None) -> int:

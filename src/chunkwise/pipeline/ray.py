@@ -373,7 +373,8 @@ def _consume(rows: Iterator[dict], session: Session, timing: dict[str, float], *
     of about `EMBED_WINDOW` chunks on a `WriteThread`, as the local runner writes."""
     run, planner, emb = session.run, session.planner, session.embedder
     report = run.report
-    writer = WriteThread(run.store, report, lambda: planner.tell("", timing["embed"]))
+    writer = WriteThread(run.store, report, lambda: planner.tell("", timing["embed"]),
+                         session.opts.writers)
     window: list[FilePlan] = []
     size = 0
     expected = 0

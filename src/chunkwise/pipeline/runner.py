@@ -74,7 +74,7 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
         # With worker processes, the model gets a process of its own too (see embedding_process)
         away = EmbeddingProcess(emb.spec, device=opts.device) if (
             workers > 1 and emb.spec is not None and not emb.local_only) else None
-        runner = LocalRunner(session.planner, away.embedder(emb) if away else emb)
+        runner = LocalRunner(session.planner, away.embedder(emb) if away else emb, opts.writers)
         try:
             for prepared in prepared_in_order(run.found.files, run.states, run.opts, workers):
                 runner.take(prepared)

@@ -1,7 +1,7 @@
 """Stages 3 and 4 of the local runner on threads of their own: `EmbedThread` (the embedder,
 fed windows of texts through a bounded queue), `WriteThread` (windows of file plans written
-in order, also used by the Ray runner), and `LocalRunner`, which gathers the planned files
-into windows of about `EMBED_WINDOW` chunks, reuses known vectors, embeds the rest while the
+by one writer or several, also used by the Ray runner), and `LocalRunner`, which gathers
+the planned files into windows of about `EMBED_WINDOW` chunks, reuses known vectors, embeds the rest while the
 next window is gathered, and writes each window once its vectors are back.
 """
 
@@ -142,10 +142,10 @@ class LocalRunner:
     window is gathered, and writes each window on the write thread once its vectors are
     known."""
 
-    def __init__(self, planner: Planner, embedder: Embedder) -> None:
+    def __init__(self, planner: Planner, embedder: Embedder, writers: int = 1) -> None:
         self.planner, self.report = planner, planner.report
         self.thread = EmbedThread(embedder, self.tell)
-        self.writer = WriteThread(planner.store, planner.report, self.tell)
+        self.writer = WriteThread(planner.store, planner.report, self.tell, writers)
         self.window = _Window()
         self.inflight: deque[_Window] = deque()
         #: embed hash -> the window in flight that embeds it, so that a text repeated in the
@@ -249,17 +249,27 @@ class LocalRunner:
 
 
 class WriteThread:
-    """Stage 4 on a thread of its own, windows written in the order given (Chroma releases
-    the GIL while it writes, so parsing and planning go on meanwhile). An error stops the
-    thread and is raised by the next `submit` or by `stop`."""
+    """Stage 4 on threads of their own, so that parsing and planning go on while Chroma
+    writes. One writer (the default) writes windows in the order given; `writers` > 1 write
+    several windows at once (a window holds whole files and each file is in one window, so
+    windows are independent: a file's deletes still follow its upserts, and a run killed
+    at any moment leaves files the next run sees as out of date). Several writers help with
+    a Chroma server, which takes requests concurrently; an embedded client holds the GIL
+    while it writes, so there they take turns. An error stops the writers and is raised by
+    the next `submit` or by `stop`."""
 
-    def __init__(self, store: Store, report: IngestReport, tell: Callable[[], None]) -> None:
+    def __init__(self, store: Store, report: IngestReport, tell: Callable[[], None],
+                 writers: int = 1) -> None:
         self.store, self.report, self.tell = store, report, tell
-        self.inbox: queue.Queue[list[FilePlan] | None] = queue.Queue(maxsize=2)
+        self.inbox: queue.Queue[list[FilePlan] | None] = queue.Queue(maxsize=writers + 1)
         self.busy = 0.0
+        """Seconds spent writing, summed over the writers."""
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="chunkwise-write", daemon=True)
-        self.thread.start()
+        self._lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._run, name=f"chunkwise-write-{i}",
+                                         daemon=True) for i in range(writers)]
+        for thread in self.threads:
+            thread.start()
 
     def _run(self) -> None:
         while True:
@@ -272,14 +282,17 @@ class WriteThread:
             try:
                 write_window(self.store, plans)
             except BaseException as e:
-                self.error = e
+                with self._lock:
+                    self.error = self.error or e
                 continue
             finally:
-                self.busy += time.perf_counter() - t0
-            for plan in plans:
-                self.report.written += len(plan.embed)
-                self.report.updated += len(plan.refresh)
-                self.report.deleted += len(plan.stale)
+                with self._lock:
+                    self.busy += time.perf_counter() - t0
+            with self._lock:
+                for plan in plans:
+                    self.report.written += len(plan.embed)
+                    self.report.updated += len(plan.refresh)
+                    self.report.deleted += len(plan.stale)
             self.tell()
 
     def _raise(self) -> None:
@@ -292,9 +305,11 @@ class WriteThread:
         self.inbox.put(plans)
 
     def stop(self) -> None:
-        if self.thread.is_alive():
+        alive = [t for t in self.threads if t.is_alive()]
+        for _ in alive:
             self.inbox.put(None)
-            self.thread.join()
+        for thread in alive:
+            thread.join()
         self._raise()
 
     def close(self) -> None:
