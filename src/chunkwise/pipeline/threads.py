@@ -30,6 +30,10 @@ EMBED_WINDOW = 512
 #: is told while a large file's texts are embedded); doubled while a call takes under
 #: `SLICE_SECONDS`, halved when one takes over four times that, within these bounds
 SLICE, SLICE_MIN, SLICE_MAX, SLICE_SECONDS = 128, 32, 8192, 1.0
+#: records a writer gathers from the windows waiting for it into one write: Chroma's upserts
+#: of 2,048 records cost a fifth less per record than upserts of 512 (a window's size), on 2
+#: cores and on 16 (docs/ingest.md)
+WRITE_BATCH = 2048
 
 
 _LOAD = object()  # the embed thread's job that loads the model
@@ -261,7 +265,8 @@ class WriteThread:
     def __init__(self, store: Store, report: IngestReport, tell: Callable[[], None],
                  writers: int = 1) -> None:
         self.store, self.report, self.tell = store, report, tell
-        self.inbox: queue.Queue[list[FilePlan] | None] = queue.Queue(maxsize=writers + 1)
+        self.inbox: queue.Queue[list[FilePlan] | None] = queue.Queue(
+            maxsize=writers * (WRITE_BATCH // EMBED_WINDOW))
         self.busy = 0.0
         """Seconds spent writing, summed over the writers."""
         self.error: BaseException | None = None
@@ -271,13 +276,28 @@ class WriteThread:
         for thread in self.threads:
             thread.start()
 
+    def _gather(self, plans: list[FilePlan]) -> tuple[list[FilePlan], bool]:
+        """`plans` and the windows waiting after them, up to `WRITE_BATCH` records, as one
+        window; and whether the end (None) was met on the way."""
+        while sum(len(p.embed) for p in plans) < WRITE_BATCH:
+            try:
+                more = self.inbox.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                return plans, True
+            plans = plans + more
+        return plans, False
+
     def _run(self) -> None:
-        while True:
-            plans = self.inbox.get()
-            if plans is None:
+        end = False
+        while not end:
+            got = self.inbox.get()
+            if got is None:
                 return
             if self.error is not None:
                 continue  # drain: the main thread raises it
+            plans, end = self._gather(got)
             t0 = time.perf_counter()
             try:
                 write_window(self.store, plans)
