@@ -56,7 +56,7 @@ from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers import python
 from chunkwise.parsers.code_headers import HEADERS
-from chunkwise.parsers.code_walk import CodeBuilder, Lang
+from chunkwise.parsers.code_walk import CHUNK_STARTS, CodeBuilder, Lang
 from chunkwise.text.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
                           sections=tuple(builder.sections), title=name,
                           path_in_context=False, context=_file_comment(lang, name),
                           warnings=tuple(warnings), meta=(("language", language),),
-                          views=lang.views, headers=HEADERS)
+                          views=lang.views, headers=HEADERS, chunk_starts=CHUNK_STARTS)
 
 
 #: dialect name (`Lang.dialect`) -> the `CodeBuilder` subclass that prints its headers

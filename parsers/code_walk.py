@@ -11,12 +11,15 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from chunkwise.parsers.treesitter import (LEVEL_CLASS, LEVEL_COMPOUND, LEVEL_FUNCTION,
-                                          LEVEL_SIMPLE, Item, Scope, SectionBuilder,
-                                          line_runs)
+                                          LEVEL_PART, LEVEL_SIMPLE, Item, Scope,
+                                          SectionBuilder, line_runs)
 
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+#: a statement at most this many lines long, directly above a definition that names what it
+#: declares, belongs to that definition (`#define KILO_QUIT_TIMES 3` above the function using it)
+_LEAD_LINES = 3
 #: nested blocks below this depth are leaves (CPython itself refuses 100 indentation levels)
 _MAX_DEPTH = 100
 _SPACES = re.compile(r"\s+")
@@ -145,7 +148,77 @@ class CodeBuilder(SectionBuilder):
             return
         else:
             error = (("syntax_error", True),) if scope.broken or node.has_error else ()
-            self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
+            literal = None if error else self._table(node)
+            if literal is None:
+                self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
+            else:
+                self._table_sections(item, node, literal, module)
+
+    def _table(self, node: Node) -> Node | None:
+        """The literal table a statement is made of (a list, map or array literal of at least
+        `_TABLE_ENTRIES` entries holding most of it), or None."""
+        size = node.end_byte - node.start_byte
+        todo = [node]
+        for _ in range(5):
+            todo = [c for n in todo for c in n.named_children
+                    if 2 * (c.end_byte - c.start_byte) >= size]
+            for c in todo:
+                if (c.type in _LITERALS and c.named_child_count >= _TABLE_ENTRIES
+                        and c.end_point.row - c.start_point.row >= _TABLE_ENTRIES):
+                    return c
+        return None
+
+    def _table_entries(self, literal: Node) -> None:
+        """The entries of a literal table as parts, `_TABLE_GROUP` at a time (`CHUNK_STARTS`):
+        each entry with its comma and a comment trailing it on its line; a key and its value
+        are one entry (Swift's `"k": v` are two children)."""
+        spans: list[list[int]] = []
+        joined = False  # the last token was a `:` between a key and its value
+        for child in literal.children:
+            if child.type in (",", ";"):
+                if spans:
+                    spans[-1][1] = child.end_byte
+            elif child.type == ":":
+                joined = True
+            elif child.type in self.lang.comments:
+                if spans and child.start_point.row == spans[-1][2]:
+                    spans[-1][1] = child.end_byte
+            elif child.is_named:
+                if joined and spans:
+                    spans[-1][1:] = [child.end_byte, child.end_point.row]
+                else:
+                    spans.append([child.start_byte, child.end_byte, child.end_point.row])
+                joined = False
+        for k in range(0, len(spans), _TABLE_GROUP):
+            part = spans[k:k + _TABLE_GROUP]
+            self.add(part[0][0], part[-1][1], LEVEL_PART, "entries")
+
+    def _table_sections(self, item: Item, node: Node, literal: Node,
+                        meta: tuple[tuple[str, object], ...]) -> None:
+        """A literal table: one statement whose context names it (its first line, after its
+        documentation's first line), with its entries as parts, in groups (`_TABLE_GROUP`)."""
+        lang = self.lang
+        head = _SPACES.sub(" ", self.slice(node.start_byte, literal.start_byte + 1)).strip()
+        if len(head) > lang.header_limit:
+            head = head[:lang.header_limit - 6].rstrip() + " … " + head[-1]
+        doc = self._table_doc(item, node)
+        indent = self._indent(node)
+        context = (f"{indent}{lang.line_comment} {doc}\n" if doc else "") + indent + head
+        self.add(item.start, item.end, LEVEL_SIMPLE, "statement", context=context, meta=meta)
+        self._table_entries(literal)
+
+    def _table_doc(self, item: Item, node: Node) -> str:
+        """The first line of words of the comments directly above a statement (in Python, of
+        the string after it, joined to it as its attribute docstring), or ""."""
+        spans = [(c.start_byte, c.end_byte) for c in item.above if c.type in self.lang.comments]
+        if item.end > node.end_byte:
+            spans.append((node.end_byte, item.end))
+        for a, b in spans:
+            for line in self.slice(a, b).split("\n"):
+                words = _DOC_MARKS.sub("", line.strip()).strip(" *\"'/")
+                if re.search(r"[A-Za-z]{2}", words):
+                    return words[:_DOC_CHARS]
+        return ""
 
     def _definition_of(self, node: Node) -> tuple[Node | None, Node | None]:
         """(the definition a statement is, the node whose body holds its members): itself, the
@@ -187,6 +260,9 @@ class CodeBuilder(SectionBuilder):
         level = LEVEL_CLASS if is_class else LEVEL_FUNCTION
         self.add(item.start, item.end, level, kind, path=path, context=context, meta=meta)
         if body is None or node.type in lang.others and not is_class:
+            literal = self._table(node) if node.type in lang.others else None
+            if literal is not None:  # Rust's `const NAMES: [&str; 9] = [ … ];`
+                self._table_entries(literal)
             return
         members = self._members(body)
         if not members or (item.end - item.start <= _DEEP_MIN
@@ -485,7 +561,51 @@ class CodeBuilder(SectionBuilder):
             pending = []
         items.extend(Item(None, r[0].start_byte, r[0].start_point.row, r[-1].end_byte,
                            r[-1].end_point.row) for r in line_runs(pending))
-        return items
+        return self._lead_statements(items)
+
+    def _lead_statements(self, items: list[Item]) -> list[Item]:
+        """A short statement directly above a definition (no blank line between) that
+        declares a name the definition uses joins it, as the comments above it do: the
+        constant is read with the code that explains it."""
+        out: list[Item] = []
+        for item in items:
+            prev = out[-1] if out else None
+            if (prev is not None and prev.node is not None and item.node is not None
+                    and prev.node.type not in self.lang.imports
+                    and item.row == self._last_row(prev.node) + 1
+                    and self._last_row(prev.node) - prev.node.start_point.row < _LEAD_LINES
+                    and self._definition_of(prev.node)[0] is None
+                    and self._definition_of(item.node)[0] is not None):
+                name = self._declared(prev.node)
+                if name and re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])",
+                                      self.slice(item.node.start_byte, item.node.end_byte)):
+                    out[-1] = Item(item.node, prev.start, prev.row, item.end, item.end_row,
+                                   item.above)
+                    continue
+            out.append(item)
+        return out
+
+    def _last_row(self, node: Node) -> int:
+        """The node's last row (a `#define` ends after its line's newline)."""
+        row = node.end_point.row
+        return row - 1 if node.end_point.column == 0 and row > node.start_point.row else row
+
+    def _declared(self, node: Node) -> str:
+        """The name a short statement declares or assigns (`#define N 3`, `N = 3`,
+        `const n = 3`, `static int n;`), or ""."""
+        todo, depth = [node], 0
+        while todo and depth < 4:
+            nxt = []
+            for cur in todo:
+                for field in ("name", "left", "declarator"):
+                    got = cur.child_by_field_name(field)
+                    if got is not None and got.type in _NAME_TYPES | {"identifier"}:
+                        return self.node_text(got).strip()
+                    if got is not None:
+                        nxt.append(got)
+                nxt += [c for c in cur.named_children if c.type not in self.lang.comments]
+            todo, depth = nxt, depth + 1
+        return ""
 
     # -- helpers --------------------------------------------------------------------------------
     def _own_line(self, node: Node) -> bool:
@@ -503,6 +623,24 @@ class CodeBuilder(SectionBuilder):
         prefix = self.src[node.start_byte - column:node.start_byte]
         return prefix.decode("utf-8", "surrogatepass") if not prefix.strip() else ""
 
+
+#: literal tables (`_table`): collection literals of the grammars
+_LITERALS = frozenset({"dictionary", "list", "set", "tuple", "object", "array",
+                       "initializer_list", "literal_value", "table_constructor", "hash",
+                       "array_creation_expression", "array_expression", "collection_literal",
+                       "array_literal", "dictionary_literal", "array_initializer",
+                       "initializer_expression"})
+#: a literal of at least `_TABLE_ENTRIES` entries over as many lines is a table, chunked `_TABLE_GROUP` entries
+#: at a time (`CHUNK_STARTS`) under a context naming it: alike rows dilute a mean-pooled
+#: vector, so the row asked about must not be one of twenty (docs/code-retrieval.md)
+_TABLE_ENTRIES, _TABLE_GROUP = 8, 4
+#: the section kinds a chunk starts at (`ParsedDocument.chunk_starts`)
+CHUNK_STARTS = frozenset({"entries"})
+#: a comment's or docstring's opening marker, stripped from a table's doc line (at most
+#: `_DOC_CHARS` characters, as `code-doc`'s)
+_DOC_MARKS = re.compile(r"^(?:/\*+!?|//[/!]?|\*+/?|--+(?:\[=*\[)?|#+"
+                        r"|[rRbBuUfF]{0,2}(?:\"\"\"|\'\'\'))")
+_DOC_CHARS = 160
 
 #: node types that name a definition when it has no `name` field
 _NAME_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "constant",

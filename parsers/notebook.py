@@ -92,6 +92,7 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
         source=source, format="notebook", text=text, sections=tuple(sections), title=name,
         warnings=(*decoded, *_notes(warnings)), prose=True, line_numbers=False,
         leaf_splitters=tuple(splitters.items()), headers=HEADERS,
+        chunk_starts=code_languages.CHUNK_STARTS,
         meta=(("language", language), ("cells", len(nb["cells"])), ("outputs", outputs)))
 
 

@@ -44,6 +44,23 @@ class Builder(CodeBuilder):
         first = next((it for it in items if it.node is not None), None)
         return first if first is not None and _is_docstring(first.node) else None
 
+    def _items(self, nodes: list[Node]) -> list[Item]:
+        """`CodeBuilder._items`, with an attribute docstring (a string right after an
+        assignment, on the next line) joined to its assignment, as a doc comment above a
+        definition is."""
+        items = super()._items(nodes)
+        out: list[Item] = []
+        for item in items:
+            prev = out[-1] if out else None
+            if (prev is not None and prev.node is not None and item.node is not None
+                    and _is_docstring(item.node) and item.row == prev.end_row + 1
+                    and prev.node.type == "expression_statement" and prev.node.named_child_count
+                    and prev.node.named_children[0].type == "assignment"):
+                prev.end, prev.end_row = item.end, item.end_row
+                continue
+            out.append(item)
+        return out
+
     def _header(self, start: int, end: int, node: Node, body: Node | None) -> str:
         if node.type in self.lang.definitions:
             return self._def_header(node, end)

@@ -133,6 +133,9 @@ class ParsedDocument:
     """How headers glued before a body (`signature` sections) are cut when they do not fit
     with it (the code parsers': `chunkwise.parsers.code_headers`); None: a span holding
     them is split as any text, after them when it can."""
+    chunk_starts: frozenset[str] = frozenset()
+    """Section kinds a chunk always starts at: packing never merges one into the chunk of the
+    sections before it (code's groups of entries of a literal table, `entries`)."""
 
     def pages_of(self, start: int, end: int) -> tuple[int | None, int | None]:
         """1-based first and last page of the span [start, end), or (None, None)."""

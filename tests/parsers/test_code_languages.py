@@ -564,3 +564,75 @@ def test_fixture_function_headers_are_never_cut(budget):
             if holder.end < b or (chunker.sizer.count(held) <= budget and holder.end <= body):
                 first.append(where)
     assert checked > 100 and not cut and not first, (cut, first)
+
+
+# -- what a chunk holds for retrieval (issue 34, docs/code-retrieval.md) -------------------------
+def test_a_constant_joins_the_definition_below_it_that_uses_it():
+    """kilo's `#define KILO_QUIT_TIMES 3` is read with the function whose first lines say what
+    it counts; a statement the definition does not use, or one a blank line away, stays out."""
+    path = CORPUS / "code-multi" / "antirez__kilo__kilo.c"
+    chunks = check_contract(path.read_bytes(), path.name, Chunker())
+    (chunk,) = [c for c in chunks if "#define KILO_QUIT_TIMES 3" in c.text]
+    assert "void editorProcessKeypress(int fd) {" in chunk.text
+    assert "static int quit_times = KILO_QUIT_TIMES;" in chunk.text
+    go = ("package x\n\nconst maxRetries = 3\nfunc retry() int {\n\treturn maxRetries\n}\n\n"
+          "const unused = 1\nfunc other() int {\n\treturn 2\n}\n\n"
+          "const apart = 5\n\nfunc far() int {\n\treturn apart\n}\n")
+    doc = get_parser("go")(go.encode(), source="x.go")
+    starts = {dict(s.meta)["symbol"]: doc.text[s.start:s.end].split("\n")[0]
+              for s in doc.sections if s.kind == "function"}
+    assert starts == {"x.retry": "const maxRetries = 3", "x.other": "func other() int {",
+                      "x.far": "func far() int {"}
+
+
+#: a literal table of thirty entries with a doc comment, in each language whose grammar has
+#: collection literals (Kotlin's `mapOf(…)` and Scala's `Map(…)` are calls, not tables)
+_ENTRIES = [f"entry{i}" for i in range(30)]
+TABLES = {
+    "javascript": "// Exit codes.\nconst CODES = {\n" + "".join(
+        f"  {e}: {i},\n" for i, e in enumerate(_ENTRIES)) + "};\n",
+    "typescript": "// Exit codes.\nexport const CODES: Record<string, number> = {\n" + "".join(
+        f"  {e}: {i},\n" for i, e in enumerate(_ENTRIES)) + "};\n",
+    "go": "package x\n\n// Exit codes.\nvar codes = map[string]int{\n" + "".join(
+        f'\t"{e}": {i},\n' for i, e in enumerate(_ENTRIES)) + "}\n",
+    "rust": "/// Exit codes.\nconst CODES: [&str; 10] = [\n" + "".join(
+        f'    "{e}",\n' for e in _ENTRIES) + "];\n",
+    "java": "class X {\n  /** Exit codes. */\n  static final String[] CODES = {\n" + "".join(
+        f'    "{e}",\n' for e in _ENTRIES) + "  };\n}\n",
+    "csharp": "class X {\n  /// Exit codes.\n  static readonly string[] Codes = new[] {\n" + "".join(
+        f'    "{e}",\n' for e in _ENTRIES) + "  };\n}\n",
+    "c": "/* Exit codes. */\nstatic const char *codes[] = {\n" + "".join(
+        f'    "{e}",\n' for e in _ENTRIES) + "};\n",
+    "cpp": "// Exit codes.\nstatic const std::vector<std::string> codes = {\n" + "".join(
+        f'    "{e}",\n' for e in _ENTRIES) + "};\n",
+    "ruby": "# Exit codes.\nCODES = {\n" + "".join(
+        f"  {e}: {i},\n" for i, e in enumerate(_ENTRIES)) + "}.freeze\n",
+    "php": "<?php\n// Exit codes.\n$codes = [\n" + "".join(
+        f"  '{e}' => {i},\n" for i, e in enumerate(_ENTRIES)) + "];\n",
+    "swift": "// Exit codes.\nlet codes = [\n" + "".join(
+        f'    "{e}": {i},\n' for i, e in enumerate(_ENTRIES)) + "]\n",
+    "lua": "-- Exit codes.\nlocal codes = {\n" + "".join(
+        f"  {e} = {i},\n" for i, e in enumerate(_ENTRIES)) + "}\n",
+    "bash": "# Exit codes.\nCODES=(\n" + "".join(f"  {e}\n" for e in _ENTRIES) + ")\n",
+    "python": "CODES = {\n" + "".join(f'    "{e}": {i},\n' for i, e in enumerate(_ENTRIES))
+              + '}\n"""Exit codes."""\n',
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(TABLES))
+def test_a_literal_table_is_chunked_four_entries_at_a_time_under_its_name(fmt):
+    """A table too big for one chunk is cut four entries at a time (alike rows in one chunk
+    drown the one asked about): whole entries, and past the first chunk a context naming the
+    table and its doc line."""
+    chunks = check_contract(TABLES[fmt].encode(), f"x.{fmt}", Chunker(max_tokens=64), fmt)
+    held = [[e for e in _ENTRIES if re.search(rf"\b{e}\b", c.text)] for c in chunks]
+    assert [h for h in held if h] == [_ENTRIES[k:k + 4] for k in range(0, 30, 4)]
+    for c, h in zip(chunks, held):
+        if h and h[0] != _ENTRIES[0]:
+            assert "Exit codes." in c.context and re.search(r"codes|CODES", c.context), c.context
+
+
+def test_a_short_or_one_line_literal_is_not_a_table():
+    doc = get_parser("python")(b"ONE_LINE = [" + b", ".join(b"%d" % i for i in range(20))
+                               + b"]\nSHORT = {\n    'a': 1,\n    'b': 2,\n}\n", source="x.py")
+    assert not [s for s in doc.sections if s.kind == "entries"]

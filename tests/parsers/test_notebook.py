@@ -177,6 +177,18 @@ def test_language_without_a_parser_cuts_code_cells_by_lines():
     check_contract(json.dumps(nb).encode(), "r.ipynb", Chunker(max_tokens=64))
 
 
+def test_a_literal_table_in_a_code_cell_is_cut_as_in_a_code_file():
+    """A code cell's table is cut four entries at a time, as in a `.py` file."""
+    nb = json.loads(NB.read_text())
+    table = "CODES = {\n" + "".join(f'    "entry{i}": {i},\n' for i in range(30)) + "}\n"
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {},
+                        "outputs": [], "source": table.splitlines(keepends=True)})
+    chunks = check_contract(json.dumps(nb).encode(), "t.ipynb", Chunker(max_tokens=128))
+    held = [c for c in chunks if "entry" in c.text]
+    assert [c.text.count("entry") for c in held] == [4] * 7 + [2]
+    assert all("CODES = {" in c.context for c in held[1:])
+
+
 def test_ipython_syntax_in_code_cells_is_a_warning_not_an_error():
     doc = notebook.parse(NB.read_bytes(), source=NB.name)
     assert any(w.startswith("cells 17, 32:") and "syntax errors" in w for w in doc.warnings)

@@ -243,7 +243,8 @@ def _aligned(doc, chunk) -> bool:
     text = doc.text
     bounds_s, bounds_e = set(), set()
     for s in doc.sections:
-        if s.kind in ("signature", "parameter", "decorator"):  # parts of headers, not statements
+        # parts of headers, and groups of a literal table's entries: not statements
+        if s.kind in ("signature", "parameter", "decorator", "entries"):
             continue
         a, b = s.start, s.end
         while a < b and text[a].isspace():
@@ -393,6 +394,25 @@ def test_corpus_whole_statement_chunks_parse(tokenizer, budget, share):
                 total += 1
                 ok += _piece_parses(doc.text, c)
     assert total > 500 and ok >= share * total, f"{ok}/{total} parse"
+
+
+def test_attribute_docstring_joins_its_assignment_and_a_table_names_its_doc():
+    """A string right after an assignment documents it (as a comment above a definition does):
+    one statement. docling's chart table does not fit one chunk with its docstring, so it is cut
+    four entries at a time, each chunk past the first under the table's name and doc line."""
+    (path,) = [p for p in corpus_files("code")
+               if p.name == "docling__docling__backend__msword_backend.py"]
+    doc = parse_python(path.read_bytes(), source=path.name)
+    text = doc.text
+    (size,) = [s for s in doc.sections if s.kind == "statement"
+               and text[s.start:s.end].startswith("_MAX_MEMBER_UNCOMPRESSED_SIZE")]
+    assert text[size.start:size.end].rstrip().endswith('Strict-to-Transitional rewriting."""')
+    chunks = check_contract(path.read_bytes(), path.name, Chunker())
+    (chunk,) = [c for c in chunks if '"doughnutChart"' in c.text]
+    assert chunk.context.split("\n")[1:] == [
+        "# Maps a DrawingML chart plot element name to a docling picture-classification label.",
+        "_CHART_TAGNAME_TO_CLASSIFICATION: Final[dict[str, PictureClassificationLabel]] = {"]
+    assert chunk.text.count("PictureClassificationLabel.") == 4
 
 
 # -- bad and hostile input ----------------------------------------------------------------------

@@ -29,8 +29,10 @@ log = logging.getLogger(__name__)
 _MIN_TOKENS = 16
 #: bump whenever a change to parsing or fitting can change chunks: it is part of every id and
 #: of the options stored with each chunk in Chroma, so an upgrade re-chunks stored files
-CHUNKER_VERSION = 21  # 21: code chunks inside a documented definition name it and its first
-# doc line in their context (the `code-doc` view, default; issue 34); 20: Python parsed by the code table's walk (its chunks unchanged);
+CHUNKER_VERSION = 22  # 22: code: a short statement joins the definition below it that uses
+# what it declares, a Python attribute docstring its assignment, a literal table of 8 entries or
+# more is chunked 4 entries at a time under its name and doc line (issue 34); 21: code chunks
+# inside a documented definition name it and its first doc line in their context (the `code-doc` view, default; issue 34); 20: Python parsed by the code table's walk (its chunks unchanged);
 # Ruby, Lua, Kotlin methods with a body below the header no longer leaves; a comment after a
 # block's `{` not glued to the next statement; 19: code headers cut from comments and compound
 # lines around them, never inside (issue 24); 18: views (CSV and Markdown table rows), parent sections; kinds of whole

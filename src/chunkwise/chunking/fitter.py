@@ -211,6 +211,10 @@ class Fitter:
         context, text = self.frame.context, self.text
         stops, recut = self.policy.cuts(units)
         stop = stops or [False] * len(units)
+        starts = self.frame.doc.chunk_starts
+        if starts:  # sections the parser says a chunk starts at
+            stop = [s or (u.node is not None and u.node.kind in starts)
+                    for s, u in zip(stop, units)]
         i, n = 0, len(units)
         while i < upto:
             _, ccost = context(chain, trim(text, units[i].start, units[i].end)[0])
