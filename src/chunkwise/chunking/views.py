@@ -37,8 +37,8 @@ from ..model import embed_text
 from ..text.splitting import trim
 from .work import lead_context, merge_meta
 
-__all__ = ["VIEWS", "DocumentViews", "split_identifiers", "code_view", "table_rows",
-           "view_of_rows"]
+__all__ = ["VIEWS", "TABLE_ROWS", "DocumentViews", "split_identifiers", "code_view",
+           "table_rows", "view_of_rows", "rows_policy"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -114,8 +114,9 @@ class DocumentViews:
     usual values are found once per document)."""
 
     def __init__(self, doc: Any, declared: Sequence[tuple[str, str]] | None = None,
-                 root: Any = None) -> None:
+                 root: Any = None, table_rows: str = "row") -> None:
         self.doc = doc
+        self.table_rows = table_rows
         self.root = root
         self.by_kind = dict(doc.views if declared is None else declared)
         self.delimiter = str(dict(doc.meta).get("delimiter", ",")) if doc.format == "csv" \
@@ -139,6 +140,30 @@ class DocumentViews:
             if k in self.by_kind:
                 return self.by_kind[k]
         return self.by_kind.get("*")
+
+    def grouping(self, piece: Any) -> Any:
+        """The table whose rows the chunk holds, when its rows are grouped by the table-rows
+        policy (`grouped`, or `auto` for a large table) and it holds whole rows; else None."""
+        if self.table_rows == "row" or self.view_name(piece.kinds) != "table-row":
+            return None
+        table = self.table_of(piece)
+        if table is None or self.view_of(piece) != "table" or not self.whole_rows(table, piece):
+            return None
+        return table
+
+    def view_of(self, piece: Any) -> str | None:
+        """The view a planned chunk takes: `view_name` of its kinds, with `table-row` read
+        through the table-rows policy (`row`: as it is; `grouped`: `table`; `auto`: per
+        table, `rows_policy`)."""
+        name = self.view_name(piece.kinds)
+        if name != "table-row" or self.table_rows == "row":
+            return name
+        if self.table_rows == "grouped":
+            return "table"
+        table = self.table_of(piece)
+        if table is None:
+            return name
+        return "table-row" if rows_policy(len(self.rows_of(table)[0])) == "row" else "table"
 
     # -- tables ---------------------------------------------------------------------------
     def table_of(self, piece: Any) -> Any:
@@ -193,7 +218,7 @@ class DocumentViews:
 
     def render(self, piece: Any) -> tuple[str, str] | None:
         """(context, view text) of a planned chunk, or None to embed it as it is."""
-        name = self.view_name(piece.kinds)
+        name = self.view_of(piece)
         if name is None:
             return None
         text = self.doc.text[piece.start:piece.end]
@@ -397,29 +422,39 @@ _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
 
 def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
                 room: int, allowed: Iterable[str] | None = None,
-                root: Any = None) -> list[tuple[Any, str | None]]:
+                root: Any = None, table_rows: str = "row") -> list[tuple[Any, str | None]]:
     """Each planned chunk with its view text (None: embedded as it is), after cutting table
     chunks whose view would not fit into runs of rows that do. A piece that takes a view
     gets its (possibly shorter) context and the viewed embed text's token count. `allowed`:
-    the view names to apply (default all)."""
+    the view names to apply (default all); `table_rows`: how the `table-row` view packs
+    rows (`TABLE_ROWS`)."""
     declared = doc.views
     if allowed is not None:
         use = {VARIANTS.get(a, (a, ""))[0]: a for a in allowed}
         declared = tuple((k, use[v]) for k, v in declared if v in use)
     if not declared:
         return [(p, None) for p in pieces]
-    views = DocumentViews(doc, declared, root)
+    views = DocumentViews(doc, declared, root, table_rows)
     out: list[tuple[Any, str | None]] = []
-    for p in pieces:
-        for q in _fitting(views, p, count, room):
-            out.append(q)
+    i = 0
+    while i < len(pieces):
+        table = views.grouping(pieces[i])
+        if table is None:
+            out.extend(_fitting(views, pieces[i], count, room))
+            i += 1
+            continue
+        j = i + 1  # the planned chunks of whole rows of the same table, packed anew
+        while j < len(pieces) and views.grouping(pieces[j]) is table:
+            j += 1
+        out.extend(_grouped(views, pieces[i:j], table, count, room))
+        i = j
     return out
 
 
 def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
              room: int) -> Iterable[tuple[Any, str | None]]:
     got = views.render(p)
-    if got is None and views.view_name(p.kinds) != "table-row":
+    if got is None and views.view_of(p) != "table-row":
         yield p, None
         return
     context, view = got if got is not None else ("", "")
@@ -453,7 +488,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             got = views.render(sub)
             if got is None:
                 break
-            if views.view_name(sub.kinds) == "table-row" and j > i:
+            if j > i and views.view_of(sub) == "table-row":
                 break
             if got[0] and views.context_tokens(got[0], count) > room:
                 break  # the context alone is over: no run of rows fits under it
@@ -473,6 +508,74 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             i += 1
             continue
         j, sub, (context, view), t = best
+        yield replace(sub, context=context, tokens=t), view
+        i = j + 1
+
+
+def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[str], int],
+             room: int) -> Iterable[tuple[Any, str | None]]:
+    """The planned chunks `run` (whole rows of `table`, consecutive) packed anew as runs of
+    as many whole rows as fit the room with their `table` view (`column: value` lines). Each
+    row's view is counted once; a run's count is estimated from them (the sum less the
+    tokens every text adds, e.g. `[CLS]`/`[SEP]`) and then made exact: the longest run from
+    its first row whose embed text, counted whole, fits. A row whose view does not fit
+    alone keeps its text, as in `_fitting`."""
+    text = views.doc.text
+    kinds = tuple(dict.fromkeys(k for q in run for k in q.kinds))
+    p = replace(run[0], end=run[-1].end, kinds=kinds)
+    rows = views.rows_of(table)
+    bounds = views.row_bounds(p)
+    header = rows[2]
+    if header is not None and bounds and p.start <= header.end <= bounds[0]:
+        bounds = bounds[1:]  # a header row stays with the first row under it
+    starts, ends = [p.start, *bounds], [*bounds, p.end]
+    base = count("")
+    est = []  # each row's view, in tokens beyond `base` (0 when it has nothing to show)
+    for a, b in zip(starts, ends):
+        got = views.render(_sub(p, a, b, text, rows))
+        est.append(max(0, count(got[1]) - base) if got is not None else 0)
+    gap = max(0, count("a\n\nb") - count("a") - count("b") + base)  # a row separator
+
+    def fits(i: int, j: int) -> tuple[Any, tuple[str, str], int] | None:
+        sub = _sub(p, starts[i], ends[j], text, rows, views.context_at)
+        got = views.render(sub)
+        if got is None or (got[0] and views.context_tokens(got[0], count) > room):
+            return None
+        t = count(embed_text(*got))
+        return (sub, got, t) if t <= room else None
+
+    i = 0
+    while i < len(starts):
+        context = _sub(p, starts[i], ends[i], text, rows, views.context_at).context
+        total = base + (views.context_tokens(context, count) - base + gap if context else 0)
+        total += est[i]
+        j = i
+        while j + 1 < len(starts) and total + gap + est[j + 1] <= room:
+            j += 1
+            total += gap + est[j]
+        best = fits(i, j)
+        if best is not None:  # the estimate fits: more rows may, counted whole
+            while j + 1 < len(starts):
+                more = fits(i, j + 1)
+                if more is None:
+                    break
+                j, best = j + 1, more
+        else:
+            while j > i and best is None:
+                j -= 1
+                best = fits(i, j)
+        if best is None:  # one row whose view does not fit: it keeps its text
+            sub = _sub(p, starts[i], ends[i], text, rows, views.context_at)
+            over = sub.context and views.context_tokens(sub.context, count) > room
+            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
+            if t > room:  # the context of the planned chunk it came from
+                own = next(q for q in reversed(run) if q.start <= sub.start)
+                sub = replace(sub, context=own.context)
+                t = count(embed_text(sub.context, text[sub.start:sub.end]))
+            yield replace(sub, tokens=t), None
+            i += 1
+            continue
+        sub, (context, view), t = best
         yield replace(sub, context=context, tokens=t), view
         i = j + 1
 
@@ -498,6 +601,19 @@ def _sub(p: Any, start: int, end: int, text: str, rows: tuple[list[Any], list[in
         meta.update(merge_meta((), run))
     return replace(p, start=start, end=end, meta=meta,
                    context=context_at(start, end) if context_at else p.context)
+
+
+#: how the `table-row` view packs a table's rows (`Chunker(table_rows=...)`)
+TABLE_ROWS = {"row": "one row per chunk",
+              "grouped": "as many whole rows per chunk as fit the budget",
+              "auto": "one row per chunk in a table of up to AUTO_ROWS rows, grouped above"}
+#: `auto`: the largest table whose rows are embedded one per chunk
+AUTO_ROWS = 100
+
+
+def rows_policy(rows: int) -> str:
+    """`auto`'s choice for a table of `rows` rows: `row` or `grouped`."""
+    return "row" if rows <= AUTO_ROWS else "grouped"
 
 
 #: view name -> what it does (the names a parser may declare)
