@@ -126,6 +126,9 @@ class DocumentViews:
         self._rows: dict[tuple[int, int], tuple[list[Any], list[int], Any]] = {}
         self._starts: dict[int, list[int]] = {}
         self._context_tokens: dict[str, int] = {}
+        self._above: dict[int, list[Any]] = {}  # a table's enclosing sections (context_at)
+        self._leads: dict[tuple[str, ...], list[str]] = {}
+        self._contexts: dict[tuple[str, int], str] = {}  # (context, table) -> without header
 
     def context_tokens(self, context: str, count: Callable[[str], int]) -> int:
         """Tokens of a context, counted once per document: the rows of a table share it,
@@ -147,22 +150,24 @@ class DocumentViews:
         if self.table_rows == "row" or self.view_name(piece.kinds) != "table-row":
             return None
         table = self.table_of(piece)
-        if table is None or self.view_of(piece) != "table" or not self.whole_rows(table, piece):
+        if table is None or self.view_of(piece, table) != "table" \
+                or not self.whole_rows(table, piece):
             return None
         return table
 
-    def view_of(self, piece: Any) -> str | None:
+    def view_of(self, piece: Any, table: Any = None) -> str | None:
         """The view a planned chunk takes: `view_name` of its kinds, with `table-row` read
         through the table-rows policy (`row`: as it is; `grouped`: `table`; `auto`: per
-        table, `rows_policy`)."""
+        table, `rows_policy`). `table`: the chunk's table when the caller knows it."""
         name = self.view_name(piece.kinds)
         if name != "table-row" or self.table_rows == "row":
             return name
         if self.table_rows == "grouped":
             return "table"
-        table = self.table_of(piece)
         if table is None:
-            return name
+            table = self.table_of(piece)
+            if table is None:
+                return name
         return "table-row" if rows_policy(len(self.rows_of(table)[0])) == "row" else "table"
 
     # -- tables ---------------------------------------------------------------------------
@@ -175,14 +180,26 @@ class DocumentViews:
                                                   self._starts))
                      if n.kind == "table"), None)
 
-    def context_at(self, start: int, end: int) -> str:
+    def context_at(self, start: int, end: int, within: Any = None) -> str:
         """The context the fitter gives a chunk [start, end): the document's lead lines,
         then the context of every enclosing section that starts before it (`Frame.context`,
-        without its limit: a view is only used when the whole embed text fits)."""
-        chain = chain_of(self.root, start, end, self._starts)
-        parts = lead_context(self.doc, chain[-1].path)
-        parts += [n.context for n in chain if n.context and start > n.start]
-        return "\n".join(parts)
+        without its limit: a view is only used when the whole embed text fits). `within`: a
+        section known to hold the chunk (a table), whose own chain is then found once."""
+        if within is None:
+            chain = chain_of(self.root, start, end, self._starts)
+        else:  # the sections above `within` are the same for every row of it
+            above = self._above.get(id(within))
+            if above is None:
+                full = chain_of(self.root, within.start, within.end, self._starts)
+                at = next((i for i, n in enumerate(full) if n is within), None)
+                above = self._above[id(within)] = full[:at] if at is not None else []
+            chain = above + chain_of(within, start, end, self._starts) if above \
+                else chain_of(self.root, start, end, self._starts)
+        path = chain[-1].path
+        lead = self._leads.get(path)
+        if lead is None:
+            lead = self._leads[path] = lead_context(self.doc, path)
+        return "\n".join([*lead, *(n.context for n in chain if n.context and start > n.start)])
 
     def rows_of(self, table: Any) -> tuple[list[Any], list[int], Any]:
         """A table's row sections, their starts, and its header section (or None)."""
@@ -216,9 +233,10 @@ class DocumentViews:
             self._tables[key] = (header, usual)
         return self._tables[key]
 
-    def render(self, piece: Any) -> tuple[str, str] | None:
-        """(context, view text) of a planned chunk, or None to embed it as it is."""
-        name = self.view_of(piece)
+    def render(self, piece: Any, table: Any = None) -> tuple[str, str] | None:
+        """(context, view text) of a planned chunk, or None to embed it as it is. `table`:
+        the table the chunk lies in when the caller knows it."""
+        name = self.view_of(piece, table)
         if name is None:
             return None
         text = self.doc.text[piece.start:piece.end]
@@ -234,7 +252,8 @@ class DocumentViews:
                 return piece.context, f"{qualified}\n{text}" if qualified else text
             return piece.context, code_view(text, qualified)
         if name in ("table", "table-row", "table-all"):
-            table = self.table_of(piece)
+            if table is None:
+                table = self.table_of(piece)
             if table is None or not self.whole_rows(table, piece):
                 return None
             header, usual = self.header_of(table)
@@ -251,17 +270,25 @@ class DocumentViews:
                 rows = rows[1:]  # the header row itself, at the top of the first chunk
             if not rows or not any(h.strip() for h in header):
                 return None
-            # the header row (and a Markdown separator) leave the context: the labels carry it
-            want = [h.strip() for h in header]
-            context = "\n".join(
-                line for line in piece.context.split("\n")
-                if not (_SEPARATOR.match(line) and self.delimiter == "|")
-                and [c.strip() for c in _cells(line, self.delimiter)] != want)
             if name == "table-row" and len(rows) > 1:
                 return None  # cut into single rows by `_fitting`
+            context = self.table_context(piece.context, table, header)
             view = view_of_rows(rows, header, () if name == "table-all" else usual)
             return (context, view) if view.strip() else None  # nothing left to label
         return None
+
+    def table_context(self, context: str, table: Any, header: Sequence[str]) -> str:
+        """A table chunk's context without the header row (and a Markdown separator): the
+        labels carry it. Found once per context and table: the rows of a table share it."""
+        key = (context, id(table))
+        out = self._contexts.get(key)
+        if out is None:
+            want = [h.strip() for h in header]
+            out = self._contexts[key] = "\n".join(
+                line for line in context.split("\n")
+                if not (_SEPARATOR.match(line) and self.delimiter == "|")
+                and [c.strip() for c in _cells(line, self.delimiter)] != want)
+        return out
 
     def definition_context(self, piece: Any) -> str:
         """`code-doc`: the chunk's context, then a comment line naming the innermost definition
@@ -305,9 +332,10 @@ class DocumentViews:
         starts, ends = self._edges[key]
         return piece.start in starts and piece.end in ends
 
-    def row_bounds(self, piece: Any) -> list[int]:
+    def row_bounds(self, piece: Any, table: Any = None) -> list[int]:
         """Where rows start inside a table chunk (after its first character)."""
-        table = self.table_of(piece)
+        if table is None:
+            table = self.table_of(piece)
         if table is None:
             return []
         from bisect import bisect_left, bisect_right
@@ -418,6 +446,7 @@ _NONSPACE = re.compile(r"\S")
 
 
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+_TABLE_VIEWS = frozenset({"table", "table-row", "table-all"})
 
 
 def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
@@ -453,8 +482,9 @@ def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
 
 def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
              room: int) -> Iterable[tuple[Any, str | None]]:
-    got = views.render(p)
-    if got is None and views.view_of(p) != "table-row":
+    table = views.table_of(p) if views.view_name(p.kinds) in _TABLE_VIEWS else None
+    got = views.render(p, table)
+    if got is None and views.view_of(p, table) != "table-row":
         yield p, None
         return
     context, view = got if got is not None else ("", "")
@@ -463,8 +493,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         same = view == views.doc.text[p.start:p.end]
         yield replace(p, context=context, tokens=tokens), None if same else view
         return
-    table = views.table_of(p)
-    bounds = views.row_bounds(p)
+    bounds = views.row_bounds(p, table)
     if not bounds or table is None:
         yield p, None
         return
@@ -480,15 +509,21 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
     ends = [*bounds, p.end]
     i = 0
     text = views.doc.text
+    rows = views.rows_of(table)
+    single = views.view_of(p, table) == "table-row"  # one row per chunk
+
+    def context_at(start: int, end: int) -> str:
+        return views.context_at(start, end, table)
+
     while i < len(starts):
         best = None
         j = i
         while j < len(starts):
-            sub = _sub(p, starts[i], ends[j], text, views.rows_of(table), views.context_at)
-            got = views.render(sub)
-            if got is None:
+            if single and j > i:
                 break
-            if j > i and views.view_of(sub) == "table-row":
+            sub = _sub(p, starts[i], ends[j], text, rows, context_at)
+            got = views.render(sub, table)
+            if got is None:
                 break
             if got[0] and views.context_tokens(got[0], count) > room:
                 break  # the context alone is over: no run of rows fits under it
@@ -498,7 +533,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             best = (j, sub, got, t)
             j += 1
         if best is None:  # one row whose view does not fit: it keeps its text
-            sub = _sub(p, starts[i], ends[i], text, views.rows_of(table), views.context_at)
+            sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
             t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
             if t > room:  # the piece's own context, which fitted with more rows
@@ -515,30 +550,46 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
 def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[str], int],
              room: int) -> Iterable[tuple[Any, str | None]]:
     """The planned chunks `run` (whole rows of `table`, consecutive) packed anew as runs of
-    as many whole rows as fit the room with their `table` view (`column: value` lines). Each
-    row's view is counted once; a run's count is estimated from them (the sum less the
-    tokens every text adds, e.g. `[CLS]`/`[SEP]`) and then made exact: the longest run from
-    its first row whose embed text, counted whole, fits. A row whose view does not fit
-    alone keeps its text, as in `_fitting`."""
+    as many whole rows as fit the room with their `table` view (`column: value` lines).
+
+    Each row's view is rendered and counted once; a run's view is its rows' views joined
+    (what `render` gives it), and its count is estimated from theirs (the sum less the
+    tokens every text adds, e.g. `[CLS]`/`[SEP]`, plus a separator's) and then made exact:
+    the longest run from its first row whose embed text, counted whole, fits. Where the
+    estimate of a run that fits was exact, the next row's estimate decides (the tokenizers
+    here count rows separated by a blank line as the sum of the rows); else the next row
+    is tried, counted whole. A row whose view does not fit alone keeps its text, as in
+    `_fitting`."""
     text = views.doc.text
     kinds = tuple(dict.fromkeys(k for q in run for k in q.kinds))
     p = replace(run[0], end=run[-1].end, kinds=kinds)
     rows = views.rows_of(table)
-    bounds = views.row_bounds(p)
+    bounds = views.row_bounds(p, table)
     header = rows[2]
     if header is not None and bounds and p.start <= header.end <= bounds[0]:
         bounds = bounds[1:]  # a header row stays with the first row under it
     starts, ends = [p.start, *bounds], [*bounds, p.end]
+    labels = views.header_of(table)[0]
+
+    def context_at(start: int, end: int) -> str:
+        return views.context_at(start, end, table)
+
     base = count("")
-    est = []  # each row's view, in tokens beyond `base` (0 when it has nothing to show)
+    shown: list[str | None] = []  # each row's view (None: nothing to show, or not viewed)
+    est = []  # its tokens beyond `base`
     for a, b in zip(starts, ends):
-        got = views.render(_sub(p, a, b, text, rows))
+        got = views.render(_sub(p, a, b, text, rows), table)
+        shown.append(got[1] if got is not None else None)
         est.append(max(0, count(got[1]) - base) if got is not None else 0)
     gap = max(0, count("a\n\nb") - count("a") - count("b") + base)  # a row separator
 
     def fits(i: int, j: int) -> tuple[Any, tuple[str, str], int] | None:
-        sub = _sub(p, starts[i], ends[j], text, rows, views.context_at)
-        got = views.render(sub)
+        sub = _sub(p, starts[i], ends[j], text, rows, context_at)
+        if all(v is not None for v in shown[i:j + 1]):  # render's result, from the rows'
+            got: tuple[str, str] | None = (views.table_context(sub.context, table, labels),
+                                           "\n\n".join(shown[i:j + 1]))  # type: ignore[arg-type]
+        else:
+            got = views.render(sub, table)
         if got is None or (got[0] and views.context_tokens(got[0], count) > room):
             return None
         t = count(embed_text(*got))
@@ -546,7 +597,8 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
 
     i = 0
     while i < len(starts):
-        context = _sub(p, starts[i], ends[i], text, rows, views.context_at).context
+        context = views.table_context(_sub(p, starts[i], ends[i], text, rows,
+                                           context_at).context, table, labels)
         total = base + (views.context_tokens(context, count) - base + gap if context else 0)
         total += est[i]
         j = i
@@ -555,7 +607,8 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
             total += gap + est[j]
         best = fits(i, j)
         if best is not None:  # the estimate fits: more rows may, counted whole
-            while j + 1 < len(starts):
+            exact = best[2] == total and best[1][0] == context
+            while j + 1 < len(starts) and not exact:
                 more = fits(i, j + 1)
                 if more is None:
                     break
@@ -565,7 +618,7 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
                 j -= 1
                 best = fits(i, j)
         if best is None:  # one row whose view does not fit: it keeps its text
-            sub = _sub(p, starts[i], ends[i], text, rows, views.context_at)
+            sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
             t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
             if t > room:  # the context of the planned chunk it came from
