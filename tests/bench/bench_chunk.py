@@ -10,6 +10,10 @@ It also checks linear growth: the corpus doubled and tripled (documents concaten
 take about 2x and 3x the time.
 
     python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
+        [--table-rows row,grouped,auto] [--formats text,markdown]
+
+`--table-rows`: one chunkwise column per table-rows policy (`Chunker(table_rows=...)`),
+named `chunkwise` for the default's and `cw-POLICY` for the others'.
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -51,13 +55,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     ap.add_argument("--max-tokens", type=int, default=512)
+    ap.add_argument("--table-rows", default="", help="policies to time, comma-separated")
+    ap.add_argument("--formats", default="text,markdown")
     args = ap.parse_args()
     enc = tiktoken_encoding("cl100k_base")
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
-    others = competitors(enc, args.max_tokens)
+    default = chunker.table_rows
+    others = {f"cw-{p}": Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base",
+                                 table_rows=p).chunk_text
+              for p in filter(None, args.table_rows.split(",")) if p != default}
+    others.update(competitors(enc, args.max_tokens))
     print(f"median time / one tiktoken pass, per document ({args.runs} runs each)")
     print(f"{'format':10} {'docs':>5} {'MB':>6} {'chunkwise':>10} " + " ".join(f"{k:>10}" for k in others))
-    for fmt, ext in (("text", "txt"), ("markdown", "md")):
+    exts = {"text": "txt", "markdown": "md"}
+    for fmt in args.formats.split(","):
+        ext = exts[fmt]
         files = sorted((args.corpus / fmt).glob(f"*.{ext}"))
         ratios: dict[str, list[float]] = {"chunkwise": [], **{k: [] for k in others}}
         size = 0
@@ -70,9 +82,13 @@ def main() -> None:
                 timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs,
                       collect="once") / ref)
             for name, fn in others.items():
-                ratios[name].append(timed(lambda: fn(text), args.runs, collect="once") / ref)
+                call = (lambda: fn(text, format=fmt)) if name.startswith("cw-") else \
+                    (lambda: fn(text))
+                ratios[name].append(timed(call, args.runs, collect="once") / ref)
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
         print(f"{fmt:10} {len(files):>5} {size / 1e6:>6.2f} {cells}")
+    if "text" not in args.formats.split(","):
+        return
     # linear growth: whole corpus text once, twice, three times
     files = sorted((args.corpus / "text").glob("*.txt"))
     base = "\n\n".join(f.read_text("utf-8", "replace") for f in files)

@@ -78,6 +78,10 @@ class Chunker:
             (every chunk embeds its text as it is), or a comma-separated list of view names
             and variants (`code`, `table`, `table-row`, `code-split`, …). Not applied with
             `overlap`: an overlapping chunk embeds its text.
+        table_rows: how the `table-row` view packs a table's rows (`TABLE_ROWS` in
+            `chunkwise.chunking.views`): `row` (one row per chunk), `grouped` (as many whole
+            rows as fit the budget, each row still `column: value` lines) or `auto` (one row
+            per chunk in a table of up to `AUTO_ROWS` rows, grouped above).
     """
 
     def __init__(self, *, max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
@@ -87,7 +91,8 @@ class Chunker:
                  semantic_amount: float | None = None, semantic_window: int | None = None,
                  llm: Any = None, llm_timeout: float | None = None, contextualize: Any = False,
                  context_cache: str | os.PathLike | None = None,
-                 context_tokens: int | None = None, views: str = "default") -> None:
+                 context_tokens: int | None = None, views: str = "default",
+                 table_rows: str = "row") -> None:
         keywords = dict(strategy.keywords) if isinstance(strategy, StrategySpec) else {}
         given = dict(embedder=embedder, semantic_threshold=semantic_threshold,
                      semantic_amount=semantic_amount, semantic_window=semantic_window, llm=llm,
@@ -110,6 +115,7 @@ class Chunker:
                               f"({max_tokens}{f' - reserve {reserve}' if reserve else ''})")
         row = registered(name)
         self.views = _check_views(views)
+        self.table_rows = _check_table_rows(table_rows)
         self.max_tokens = max_tokens
         self.reserve = reserve
         self._room = room
@@ -119,7 +125,7 @@ class Chunker:
         # what rebuilds this Chunker in another process (see __reduce__)
         self._spec = {"max_tokens": max_tokens, "tokenizer": tokenizer, "overlap": overlap,
                       "reserve": reserve, "strategy": name, "options": options,
-                      "views": views, **keywords}
+                      "views": views, "table_rows": table_rows, **keywords}
         self.sizer = get_sizer(tokenizer)
         extra = self._configure(row, options, keywords)
         # the room shared once: the planning budget is what the situating sentence and,
@@ -130,13 +136,15 @@ class Chunker:
             extra += f"|reserve={reserve}"
         if views != "default":
             extra += f"|views={','.join(sorted(self.views))}"
+        if table_rows != "row":  # (`row` leaves every id as it was)
+            extra += f"|table_rows={table_rows}"
         self.fingerprint = hashlib.blake2b(
             f"chunkwise-{CHUNKER_VERSION}|{tokenizer}|{max_tokens}|{overlap}|{name}{extra}".encode(),
             digest_size=8
         ).hexdigest()
         self._assembly = Assembly(self.sizer, shares, overlap=overlap,
                                   contextualizer=self.contextualizer, views=self.views,
-                                  fingerprint=self.fingerprint)
+                                  fingerprint=self.fingerprint, table_rows=self.table_rows)
 
     def _configure(self, row: Registered, options: Any, keywords: dict[str, Any]) -> str:
         """Validate the strategy's and the contextualizer's options and build them; returns
@@ -236,6 +244,15 @@ def _check_views(views: str) -> frozenset[str]:
         raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: default, all, none, "
                           f"{', '.join(VIEWS)}")
     return frozenset(names)
+
+
+def _check_table_rows(table_rows: str) -> str:
+    from .views import TABLE_ROWS
+
+    if table_rows not in TABLE_ROWS:
+        raise ConfigError(f"table_rows must be one of {', '.join(TABLE_ROWS)}, "
+                          f"got {table_rows!r}")
+    return table_rows
 
 
 def _rebuild_chunker(spec: dict[str, Any]) -> Chunker:

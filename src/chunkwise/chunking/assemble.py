@@ -60,12 +60,13 @@ class Assembly:
     """The passes after planning and the making of `Chunk`s, for one chunker's options."""
 
     def __init__(self, sizer: Sizer, shares: Shares, *, overlap: int, contextualizer: Any,
-                 views: frozenset[str], fingerprint: str) -> None:
+                 views: frozenset[str], fingerprint: str, table_rows: str = "row") -> None:
         self.count, self.shares, self.overlap = sizer.count, shares, overlap
         self.contextualizer, self.fingerprint = contextualizer, fingerprint
         # with overlap, chunks embed their text: a view renders whole rows, and re-cutting an
         # extended chunk into rows would put a row fragment before its predecessor's start
         self.views = frozenset() if overlap else views
+        self.table_rows = table_rows
 
     def chunks(self, doc: ParsedDocument, root: Node, pieces: list[Piece]) -> list[Chunk]:
         """The chunks of a document's planned `pieces` (planned over the tree `root`)."""
@@ -74,7 +75,8 @@ class Assembly:
             pieces = with_overlap(pieces, doc.text, self.count, self.overlap, shares.overlapped)
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, shares.room)
-        viewed = apply_views(doc, pieces, self.count, shares.room, self.views, root)
+        viewed = apply_views(doc, pieces, self.count, shares.room, self.views, root,
+                             self.table_rows)
         lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
         starts: dict[int, list[int]] = {}

@@ -37,8 +37,8 @@ from ..model import embed_text
 from ..text.splitting import trim
 from .work import lead_context, merge_meta
 
-__all__ = ["VIEWS", "DocumentViews", "split_identifiers", "code_view", "table_rows",
-           "view_of_rows"]
+__all__ = ["VIEWS", "TABLE_ROWS", "DocumentViews", "split_identifiers", "code_view",
+           "table_rows", "view_of_rows", "rows_policy"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -114,8 +114,9 @@ class DocumentViews:
     usual values are found once per document)."""
 
     def __init__(self, doc: Any, declared: Sequence[tuple[str, str]] | None = None,
-                 root: Any = None) -> None:
+                 root: Any = None, table_rows: str = "row") -> None:
         self.doc = doc
+        self.table_rows = table_rows
         self.root = root
         self.by_kind = dict(doc.views if declared is None else declared)
         self.delimiter = str(dict(doc.meta).get("delimiter", ",")) if doc.format == "csv" \
@@ -125,6 +126,9 @@ class DocumentViews:
         self._rows: dict[tuple[int, int], tuple[list[Any], list[int], Any]] = {}
         self._starts: dict[int, list[int]] = {}
         self._context_tokens: dict[str, int] = {}
+        self._above: dict[int, list[Any]] = {}  # a table's enclosing sections (context_at)
+        self._leads: dict[tuple[str, ...], list[str]] = {}
+        self._contexts: dict[tuple[str, int], str] = {}  # (context, table) -> without header
 
     def context_tokens(self, context: str, count: Callable[[str], int]) -> int:
         """Tokens of a context, counted once per document: the rows of a table share it,
@@ -140,6 +144,32 @@ class DocumentViews:
                 return self.by_kind[k]
         return self.by_kind.get("*")
 
+    def grouping(self, piece: Any) -> Any:
+        """The table whose rows the chunk holds, when its rows are grouped by the table-rows
+        policy (`grouped`, or `auto` for a large table) and it holds whole rows; else None."""
+        if self.table_rows == "row" or self.view_name(piece.kinds) != "table-row":
+            return None
+        table = self.table_of(piece)
+        if table is None or self.view_of(piece, table) != "table" \
+                or not self.whole_rows(table, piece):
+            return None
+        return table
+
+    def view_of(self, piece: Any, table: Any = None) -> str | None:
+        """The view a planned chunk takes: `view_name` of its kinds, with `table-row` read
+        through the table-rows policy (`row`: as it is; `grouped`: `table`; `auto`: per
+        table, `rows_policy`). `table`: the chunk's table when the caller knows it."""
+        name = self.view_name(piece.kinds)
+        if name != "table-row" or self.table_rows == "row":
+            return name
+        if self.table_rows == "grouped":
+            return "table"
+        if table is None:
+            table = self.table_of(piece)
+            if table is None:
+                return name
+        return "table-row" if rows_policy(len(self.rows_of(table)[0])) == "row" else "table"
+
     # -- tables ---------------------------------------------------------------------------
     def table_of(self, piece: Any) -> Any:
         """The table section a chunk of rows lies in, or None."""
@@ -150,14 +180,26 @@ class DocumentViews:
                                                   self._starts))
                      if n.kind == "table"), None)
 
-    def context_at(self, start: int, end: int) -> str:
+    def context_at(self, start: int, end: int, within: Any = None) -> str:
         """The context the fitter gives a chunk [start, end): the document's lead lines,
         then the context of every enclosing section that starts before it (`Frame.context`,
-        without its limit: a view is only used when the whole embed text fits)."""
-        chain = chain_of(self.root, start, end, self._starts)
-        parts = lead_context(self.doc, chain[-1].path)
-        parts += [n.context for n in chain if n.context and start > n.start]
-        return "\n".join(parts)
+        without its limit: a view is only used when the whole embed text fits). `within`: a
+        section known to hold the chunk (a table), whose own chain is then found once."""
+        if within is None:
+            chain = chain_of(self.root, start, end, self._starts)
+        else:  # the sections above `within` are the same for every row of it
+            above = self._above.get(id(within))
+            if above is None:
+                full = chain_of(self.root, within.start, within.end, self._starts)
+                at = next((i for i, n in enumerate(full) if n is within), None)
+                above = self._above[id(within)] = full[:at] if at is not None else []
+            chain = above + chain_of(within, start, end, self._starts) if above \
+                else chain_of(self.root, start, end, self._starts)
+        path = chain[-1].path
+        lead = self._leads.get(path)
+        if lead is None:
+            lead = self._leads[path] = lead_context(self.doc, path)
+        return "\n".join([*lead, *(n.context for n in chain if n.context and start > n.start)])
 
     def rows_of(self, table: Any) -> tuple[list[Any], list[int], Any]:
         """A table's row sections, their starts, and its header section (or None)."""
@@ -191,9 +233,10 @@ class DocumentViews:
             self._tables[key] = (header, usual)
         return self._tables[key]
 
-    def render(self, piece: Any) -> tuple[str, str] | None:
-        """(context, view text) of a planned chunk, or None to embed it as it is."""
-        name = self.view_name(piece.kinds)
+    def render(self, piece: Any, table: Any = None) -> tuple[str, str] | None:
+        """(context, view text) of a planned chunk, or None to embed it as it is. `table`:
+        the table the chunk lies in when the caller knows it."""
+        name = self.view_of(piece, table)
         if name is None:
             return None
         text = self.doc.text[piece.start:piece.end]
@@ -209,7 +252,8 @@ class DocumentViews:
                 return piece.context, f"{qualified}\n{text}" if qualified else text
             return piece.context, code_view(text, qualified)
         if name in ("table", "table-row", "table-all"):
-            table = self.table_of(piece)
+            if table is None:
+                table = self.table_of(piece)
             if table is None or not self.whole_rows(table, piece):
                 return None
             header, usual = self.header_of(table)
@@ -226,17 +270,25 @@ class DocumentViews:
                 rows = rows[1:]  # the header row itself, at the top of the first chunk
             if not rows or not any(h.strip() for h in header):
                 return None
-            # the header row (and a Markdown separator) leave the context: the labels carry it
-            want = [h.strip() for h in header]
-            context = "\n".join(
-                line for line in piece.context.split("\n")
-                if not (_SEPARATOR.match(line) and self.delimiter == "|")
-                and [c.strip() for c in _cells(line, self.delimiter)] != want)
             if name == "table-row" and len(rows) > 1:
                 return None  # cut into single rows by `_fitting`
+            context = self.table_context(piece.context, table, header)
             view = view_of_rows(rows, header, () if name == "table-all" else usual)
             return (context, view) if view.strip() else None  # nothing left to label
         return None
+
+    def table_context(self, context: str, table: Any, header: Sequence[str]) -> str:
+        """A table chunk's context without the header row (and a Markdown separator): the
+        labels carry it. Found once per context and table: the rows of a table share it."""
+        key = (context, id(table))
+        out = self._contexts.get(key)
+        if out is None:
+            want = [h.strip() for h in header]
+            out = self._contexts[key] = "\n".join(
+                line for line in context.split("\n")
+                if not (_SEPARATOR.match(line) and self.delimiter == "|")
+                and [c.strip() for c in _cells(line, self.delimiter)] != want)
+        return out
 
     def definition_context(self, piece: Any) -> str:
         """`code-doc`: the chunk's context, then a comment line naming the innermost definition
@@ -280,9 +332,10 @@ class DocumentViews:
         starts, ends = self._edges[key]
         return piece.start in starts and piece.end in ends
 
-    def row_bounds(self, piece: Any) -> list[int]:
+    def row_bounds(self, piece: Any, table: Any = None) -> list[int]:
         """Where rows start inside a table chunk (after its first character)."""
-        table = self.table_of(piece)
+        if table is None:
+            table = self.table_of(piece)
         if table is None:
             return []
         from bisect import bisect_left, bisect_right
@@ -393,33 +446,45 @@ _NONSPACE = re.compile(r"\S")
 
 
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}")
+_TABLE_VIEWS = frozenset({"table", "table-row", "table-all"})
 
 
 def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
                 room: int, allowed: Iterable[str] | None = None,
-                root: Any = None) -> list[tuple[Any, str | None]]:
+                root: Any = None, table_rows: str = "row") -> list[tuple[Any, str | None]]:
     """Each planned chunk with its view text (None: embedded as it is), after cutting table
     chunks whose view would not fit into runs of rows that do. A piece that takes a view
     gets its (possibly shorter) context and the viewed embed text's token count. `allowed`:
-    the view names to apply (default all)."""
+    the view names to apply (default all); `table_rows`: how the `table-row` view packs
+    rows (`TABLE_ROWS`)."""
     declared = doc.views
     if allowed is not None:
         use = {VARIANTS.get(a, (a, ""))[0]: a for a in allowed}
         declared = tuple((k, use[v]) for k, v in declared if v in use)
     if not declared:
         return [(p, None) for p in pieces]
-    views = DocumentViews(doc, declared, root)
+    views = DocumentViews(doc, declared, root, table_rows)
     out: list[tuple[Any, str | None]] = []
-    for p in pieces:
-        for q in _fitting(views, p, count, room):
-            out.append(q)
+    i = 0
+    while i < len(pieces):
+        table = views.grouping(pieces[i])
+        if table is None:
+            out.extend(_fitting(views, pieces[i], count, room))
+            i += 1
+            continue
+        j = i + 1  # the planned chunks of whole rows of the same table, packed anew
+        while j < len(pieces) and views.grouping(pieces[j]) is table:
+            j += 1
+        out.extend(_grouped(views, pieces[i:j], table, count, room))
+        i = j
     return out
 
 
 def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
              room: int) -> Iterable[tuple[Any, str | None]]:
-    got = views.render(p)
-    if got is None and views.view_name(p.kinds) != "table-row":
+    table = views.table_of(p) if views.view_name(p.kinds) in _TABLE_VIEWS else None
+    got = views.render(p, table)
+    if got is None and views.view_of(p, table) != "table-row":
         yield p, None
         return
     context, view = got if got is not None else ("", "")
@@ -428,8 +493,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         same = view == views.doc.text[p.start:p.end]
         yield replace(p, context=context, tokens=tokens), None if same else view
         return
-    table = views.table_of(p)
-    bounds = views.row_bounds(p)
+    bounds = views.row_bounds(p, table)
     if not bounds or table is None:
         yield p, None
         return
@@ -445,15 +509,21 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
     ends = [*bounds, p.end]
     i = 0
     text = views.doc.text
+    rows = views.rows_of(table)
+    single = views.view_of(p, table) == "table-row"  # one row per chunk
+
+    def context_at(start: int, end: int) -> str:
+        return views.context_at(start, end, table)
+
     while i < len(starts):
         best = None
         j = i
         while j < len(starts):
-            sub = _sub(p, starts[i], ends[j], text, views.rows_of(table), views.context_at)
-            got = views.render(sub)
-            if got is None:
+            if single and j > i:
                 break
-            if views.view_name(sub.kinds) == "table-row" and j > i:
+            sub = _sub(p, starts[i], ends[j], text, rows, context_at)
+            got = views.render(sub, table)
+            if got is None:
                 break
             if got[0] and views.context_tokens(got[0], count) > room:
                 break  # the context alone is over: no run of rows fits under it
@@ -463,7 +533,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             best = (j, sub, got, t)
             j += 1
         if best is None:  # one row whose view does not fit: it keeps its text
-            sub = _sub(p, starts[i], ends[i], text, views.rows_of(table), views.context_at)
+            sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
             t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
             if t > room:  # the piece's own context, which fitted with more rows
@@ -473,6 +543,92 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
             i += 1
             continue
         j, sub, (context, view), t = best
+        yield replace(sub, context=context, tokens=t), view
+        i = j + 1
+
+
+def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[str], int],
+             room: int) -> Iterable[tuple[Any, str | None]]:
+    """The planned chunks `run` (whole rows of `table`, consecutive) packed anew as runs of
+    as many whole rows as fit the room with their `table` view (`column: value` lines).
+
+    Each row's view is rendered and counted once; a run's view is its rows' views joined
+    (what `render` gives it), and its count is estimated from theirs (the sum less the
+    tokens every text adds, e.g. `[CLS]`/`[SEP]`, plus a separator's) and then made exact:
+    the longest run from its first row whose embed text, counted whole, fits. Where the
+    estimate of a run that fits was exact, the next row's estimate decides (the tokenizers
+    here count rows separated by a blank line as the sum of the rows); else the next row
+    is tried, counted whole. A row whose view does not fit alone keeps its text, as in
+    `_fitting`."""
+    text = views.doc.text
+    kinds = tuple(dict.fromkeys(k for q in run for k in q.kinds))
+    p = replace(run[0], end=run[-1].end, kinds=kinds)
+    rows = views.rows_of(table)
+    bounds = views.row_bounds(p, table)
+    header = rows[2]
+    if header is not None and bounds and p.start <= header.end <= bounds[0]:
+        bounds = bounds[1:]  # a header row stays with the first row under it
+    starts, ends = [p.start, *bounds], [*bounds, p.end]
+    labels = views.header_of(table)[0]
+
+    def context_at(start: int, end: int) -> str:
+        return views.context_at(start, end, table)
+
+    base = count("")
+    shown: list[str | None] = []  # each row's view (None: nothing to show, or not viewed)
+    est = []  # its tokens beyond `base`
+    for a, b in zip(starts, ends):
+        got = views.render(_sub(p, a, b, text, rows), table)
+        shown.append(got[1] if got is not None else None)
+        est.append(max(0, count(got[1]) - base) if got is not None else 0)
+    gap = max(0, count("a\n\nb") - count("a") - count("b") + base)  # a row separator
+
+    def fits(i: int, j: int) -> tuple[Any, tuple[str, str], int] | None:
+        sub = _sub(p, starts[i], ends[j], text, rows, context_at)
+        if all(v is not None for v in shown[i:j + 1]):  # render's result, from the rows'
+            got: tuple[str, str] | None = (views.table_context(sub.context, table, labels),
+                                           "\n\n".join(shown[i:j + 1]))  # type: ignore[arg-type]
+        else:
+            got = views.render(sub, table)
+        if got is None or (got[0] and views.context_tokens(got[0], count) > room):
+            return None
+        t = count(embed_text(*got))
+        return (sub, got, t) if t <= room else None
+
+    i = 0
+    while i < len(starts):
+        context = views.table_context(_sub(p, starts[i], ends[i], text, rows,
+                                           context_at).context, table, labels)
+        total = base + (views.context_tokens(context, count) - base + gap if context else 0)
+        total += est[i]
+        j = i
+        while j + 1 < len(starts) and total + gap + est[j + 1] <= room:
+            j += 1
+            total += gap + est[j]
+        best = fits(i, j)
+        if best is not None:  # the estimate fits: more rows may, counted whole
+            exact = best[2] == total and best[1][0] == context
+            while j + 1 < len(starts) and not exact:
+                more = fits(i, j + 1)
+                if more is None:
+                    break
+                j, best = j + 1, more
+        else:
+            while j > i and best is None:
+                j -= 1
+                best = fits(i, j)
+        if best is None:  # one row whose view does not fit: it keeps its text
+            sub = _sub(p, starts[i], ends[i], text, rows, context_at)
+            over = sub.context and views.context_tokens(sub.context, count) > room
+            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
+            if t > room:  # the context of the planned chunk it came from
+                own = next(q for q in reversed(run) if q.start <= sub.start)
+                sub = replace(sub, context=own.context)
+                t = count(embed_text(sub.context, text[sub.start:sub.end]))
+            yield replace(sub, tokens=t), None
+            i += 1
+            continue
+        sub, (context, view), t = best
         yield replace(sub, context=context, tokens=t), view
         i = j + 1
 
@@ -498,6 +654,19 @@ def _sub(p: Any, start: int, end: int, text: str, rows: tuple[list[Any], list[in
         meta.update(merge_meta((), run))
     return replace(p, start=start, end=end, meta=meta,
                    context=context_at(start, end) if context_at else p.context)
+
+
+#: how the `table-row` view packs a table's rows (`Chunker(table_rows=...)`)
+TABLE_ROWS = {"row": "one row per chunk",
+              "grouped": "as many whole rows per chunk as fit the budget",
+              "auto": "one row per chunk in a table of up to AUTO_ROWS rows, grouped above"}
+#: `auto`: the largest table whose rows are embedded one per chunk
+AUTO_ROWS = 100
+
+
+def rows_policy(rows: int) -> str:
+    """`auto`'s choice for a table of `rows` rows: `row` or `grouped`."""
+    return "row" if rows <= AUTO_ROWS else "grouped"
 
 
 #: view name -> what it does (the names a parser may declare)

@@ -121,6 +121,10 @@ def chunk_options(p: argparse.ArgumentParser) -> None:
                         "view: default (table rows as `column: value` lines; code inside a "
                         "documented definition names it and its first doc line), all, none (every "
                         "chunk embeds its text as it is), or names: table-row,code,…")
+    g.add_argument("--table-rows", default="row", choices=("row", "grouped", "auto"),
+                   help="how table rows are embedded: row (default: one row per chunk), "
+                        "grouped (as many whole rows as fit the budget), auto (one per chunk "
+                        "in a table of up to 100 rows, grouped above)")
     g.add_argument("--format", default=None, help="force the input format instead of detecting it")
 
 
@@ -134,7 +138,7 @@ def chunker_from(args: argparse.Namespace) -> Any:
 
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer=args.tokenizer,
                       overlap=args.overlap, strategy=args.strategy,
-                      views=args.views)
+                      views=args.views, table_rows=args.table_rows)
     note = structure_note(args.strategy)
     if note and not getattr(args, "quiet", False):
         print(note, file=sys.stderr)

@@ -80,7 +80,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     spec = args.strategy  # a StrategySpec when a strategy flag (--semantic-…) was given
     keywords = dict(getattr(spec, "keywords", {}) or {})
     inspector = Inspector(args.strategies, max_tokens=args.max_tokens, tokenizer=args.tokenizer,
-                          overlap=args.overlap, views=args.views, **keywords)
+                          overlap=args.overlap, views=args.views,
+                          table_rows=args.table_rows, **keywords)
     found = discover(args.paths, root=resolve_root(args.root) if args.root else None)
     errors, failed = walk_report(found, args.paths)  # on stderr and at the top of the page
     reports = []

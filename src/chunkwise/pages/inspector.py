@@ -68,14 +68,15 @@ class Inspector:
     Args:
         strategies: strategy names or `StrategySpec`s (a spec's keywords go to its Chunker);
             `keywords` are added to each strategy that takes them.
-        max_tokens, tokenizer, overlap, views: as `Chunker`'s, the same for every strategy.
+        max_tokens, tokenizer, overlap, views, table_rows: as `Chunker`'s, the same for every
+            strategy.
         keywords: further Chunker keyword arguments (`semantic_threshold`, `llm`, ...): each
             goes to the strategies it applies to (strategy options to their own strategy).
     """
 
     def __init__(self, strategies: Sequence[Any] = ("structure",), *, max_tokens: int = 256,
                  tokenizer: str = "minilm", overlap: int = 0, views: str = "default",
-                 **keywords: Any) -> None:
+                 table_rows: str = "row", **keywords: Any) -> None:
         from ..chunking.api import Chunker
         from ..chunking.strategies import REGISTRY, StrategySpec, registered
 
@@ -87,7 +88,8 @@ class Inspector:
             given = {**keywords, **(spec.keywords if isinstance(spec, StrategySpec) else {})}
             mine = {k: v for k, v in given.items() if k in row.keywords or k not in own}
             chunker = Chunker(max_tokens=max_tokens, tokenizer=tokenizer, overlap=overlap,
-                              strategy=StrategySpec(name, mine), views=views)
+                              strategy=StrategySpec(name, mine), views=views,
+                              table_rows=table_rows)
             tracer = None
             if name == "semantic":
                 from ..chunking.strategies import Setup
