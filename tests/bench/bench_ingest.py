@@ -10,7 +10,7 @@ every 0.2 s from /proc.
     python tests/bench/bench_ingest.py [--corpus ../shared/corpus] [--folders markdown html ...]
         [--configs serial,workers2,ray,ray-server,workers2-server-w4] [--embedder minilm|hash]
         [--device cpu|cuda|auto]
-        [--runs 1] [--copies 1] [--json OUT.json]
+        [--runs 1] [--copies 1] [--json OUT.json] [--table-rows row|grouped|auto]
 
 A configuration is `serial`, `workersN` (N parsing processes), `ray` or `ray-server`; with
 `-server` it writes into a `chroma run` server instead of an embedded database, with `-wN`
@@ -70,6 +70,9 @@ def sample():
 if Path("/proc/self/task").is_dir():
     threading.Thread(target=sample, daemon=True).start()
 t0 = time.perf_counter()
+if "table_rows" in args:  # a chunker of its own: the table-rows policy
+    from chunkwise.chunking.api import Chunker
+    args["chunker"] = Chunker(table_rows=args.pop("table_rows"))
 if args.pop("ray", False):
     from chunkwise.pipeline.ray import ingest as ray_ingest
     report = ray_ingest(args.pop("paths"), **args)
@@ -114,8 +117,10 @@ def start_server(work: Path) -> tuple[subprocess.Popen, int]:
 
 
 def run_config(name: str, paths: list[str], work: Path, embedder: str, device: str | None,
-               env: dict[str, str]) -> dict:
+               env: dict[str, str], table_rows: str | None = None) -> dict:
     args: dict = {"paths": paths, "embedder": embedder, "prune": False}
+    if table_rows:
+        args["table_rows"] = table_rows
     if device:
         args["device"] = device
     base, *flags = name.split("-")
@@ -155,6 +160,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--copies", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--table-rows", default=None, choices=("row", "grouped", "auto"),
+                    help="the chunker's table-rows policy (default: the Chunker's)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         work = Path(tmp)
@@ -169,7 +176,7 @@ def main() -> None:
         embedder = "hashembed:HASH" if a.embedder == "hash" else "minilm"
         rows = {}
         for name in a.configs.split(","):
-            runs = [run_config(name, [str(src)], work, embedder, a.device, env)
+            runs = [run_config(name, [str(src)], work, embedder, a.device, env, a.table_rows)
                     for _ in range(a.runs)]
             wall = statistics.median(r["wall"] for r in runs)
             r = runs[0]
@@ -193,6 +200,7 @@ def main() -> None:
         if a.json:
             a.json.write_text(json.dumps({"folders": a.folders, "copies": a.copies,
                                           "embedder": a.embedder, "device": a.device,
+                                          "table_rows": a.table_rows,
                                           "cpus": os.cpu_count(), "rows": rows}, indent=1))
 
 

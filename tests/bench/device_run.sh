@@ -21,7 +21,9 @@
 #   (cd ../shared/corpus && tar -cf - markdown html code text csv data notebooks code-multi \
 #     pdf-tables | xz -6) > .gpu/corpus.tar.xz
 #
-# Writes to $OUT: gpu.txt, ingest_cuda.json, ingest_hash.json, ingest.log, write.log
+# Writes to $OUT: gpu.txt, ingest_cuda.json, ingest_hash.json, ingest.log, write.log.
+# Environment: SKIP_WRITE, WRITE_ROUNDS, HASH_CONFIGS/HASH_ARGS/HASH_S, CUDA_CONFIGS/CUDA_ARGS/
+# CUDA_S (configurations, extra bench_ingest.py flags and time limits), FOLDERS.
 set -uo pipefail
 OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
@@ -40,14 +42,16 @@ python3 -c "import chromadb, chunkwise.pipeline, torch; print('imports ok', chro
 FOLDERS=${FOLDERS:-markdown html code text csv data notebooks code-multi pdf-tables}
 CORPUS=(--corpus .gpu/corpus --folders $FOLDERS)
 # the write stage alone, 16 cores: records/s of the record layouts (hash vectors, no model)
-timeout 120 python3 tests/bench/bench_chroma_write.py --corpus .gpu/corpus/markdown \
-    --rounds ${WRITE_ROUNDS:-2} 2>&1 | tee "$OUT/write.log"
+[ -n "${SKIP_WRITE:-}" ] || timeout 120 python3 tests/bench/bench_chroma_write.py \
+    --corpus .gpu/corpus/markdown --rounds ${WRITE_ROUNDS:-2} 2>&1 | tee "$OUT/write.log"
+# the pipeline without the model (hash vectors): what the write path allows
+timeout ${HASH_S:-150} python3 tests/bench/bench_ingest.py "${CORPUS[@]}" \
+    --configs ${HASH_CONFIGS:-workers16,workers16-server-w8} --embedder hash ${HASH_ARGS:-} \
+    --json "$OUT/ingest_hash.json" 2>&1 | tee "$OUT/ingest.log"
 # end to end with the model on the GPU: an embedded database (one writer), a `chroma run`
 # server with one writer and with eight
 timeout ${CUDA_S:-240} python3 tests/bench/bench_ingest.py "${CORPUS[@]}" \
     --configs ${CUDA_CONFIGS:-workers16,workers16-server-w1,workers16-server-w8} \
-    --device cuda --runs 1 --json "$OUT/ingest_cuda.json" 2>&1 | tee "$OUT/ingest.log"
-timeout ${HASH_S:-150} python3 tests/bench/bench_ingest.py "${CORPUS[@]}" \
-    --configs ${HASH_CONFIGS:-workers16,workers16-server-w8} --embedder hash \
-    --json "$OUT/ingest_hash.json" 2>&1 | tee -a "$OUT/ingest.log"
+    --device cuda --runs 1 ${CUDA_ARGS:-} --json "$OUT/ingest_cuda.json" 2>&1 \
+    | tee -a "$OUT/ingest.log"
 echo "done in $((SECONDS - t0)) s"
