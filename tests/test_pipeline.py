@@ -437,3 +437,54 @@ def test_missing_grammar_said_once_and_quiet_is_quiet(tmp_path):
     quiet = subprocess.run([*base, "--db", "b", "--quiet"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == "", quiet.stderr
+
+
+def test_a_writer_gathers_the_windows_waiting_for_it_into_one_upsert():
+    """Windows that queue while the store is busy are written together, up to
+    `WRITE_BATCH` records; every record is written once, each file's deletes after its
+    upserts, and the report counts them all."""
+    import threading
+    from types import SimpleNamespace
+
+    from chunkwise.pipeline.stages import FilePlan
+    from chunkwise.pipeline.threads import EMBED_WINDOW, WRITE_BATCH, WriteThread
+
+    class Recorder:  # the store's write calls, in order; the first upsert waits
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, list[str]]] = []
+            self.release = threading.Event()
+
+        def upsert(self, ids, documents, embeddings, metadatas) -> None:
+            if not self.calls:
+                self.release.wait(30)
+            self.calls.append(("upsert", list(ids)))
+
+        def update(self, ids, metadatas) -> None:
+            self.calls.append(("update", list(ids)))
+
+        def delete(self, ids) -> None:
+            self.calls.append(("delete", list(ids)))
+
+    def window(w: int) -> list[FilePlan]:
+        chunks = [SimpleNamespace(id=f"w{w}-{i}", text="t") for i in range(EMBED_WINDOW)]
+        return [FilePlan(f"f{w}", [(c, {}) for c in chunks], [], [f"old{w}"],
+                         [[0.0, 1.0]] * EMBED_WINDOW)]
+
+    store, report = Recorder(), IngestReport()
+    writer = WriteThread(store, report, lambda: None)  # type: ignore[arg-type]
+    n = 1 + WRITE_BATCH // EMBED_WINDOW + 1
+    writer.submit(window(0))
+    time.sleep(0.2)  # the writer holds window 0 in its first (waiting) upsert
+    for w in range(1, n):
+        writer.submit(window(w))
+    store.release.set()
+    writer.stop()
+    upserts = [ids for kind, ids in store.calls if kind == "upsert"]
+    assert [len(u) for u in upserts] == [EMBED_WINDOW, WRITE_BATCH, EMBED_WINDOW]
+    assert sorted(i for u in upserts for i in u) == sorted(
+        f"w{w}-{i}" for w in range(n) for i in range(EMBED_WINDOW))
+    for w in range(n):  # a file's stale ids go after the upsert that wrote its chunks
+        up = next(k for k, (kind, ids) in enumerate(store.calls)
+                  if kind == "upsert" and f"w{w}-0" in ids)
+        assert store.calls.index(("delete", [f"old{w}"])) > up
+    assert (report.written, report.deleted) == (n * EMBED_WINDOW, n)
