@@ -129,6 +129,8 @@ class DocumentViews:
         self._above: dict[int, list[Any]] = {}  # a table's enclosing sections (context_at)
         self._leads: dict[tuple[str, ...], list[str]] = {}
         self._contexts: dict[tuple[str, int], str] = {}  # (context, table) -> without header
+        #: `(context, body) -> count(embed_text(context, body))` (set by `apply_views`)
+        self.embed: Callable[[str, str], int] = lambda context, body: 0
 
     def context_tokens(self, context: str, count: Callable[[str], int]) -> int:
         """Tokens of a context, counted once per document: the rows of a table share it,
@@ -263,6 +265,8 @@ class DocumentViews:
                            for l in lines):
                     return None  # a heading or a paragraph with the rows: as it is
                 lines = [l for l in lines if not _SEPARATOR.match(l)]
+                if name == "table-row" and len(lines) > 2:
+                    return None  # two rows or more even past a header row: cut by `_fitting`
                 rows = [_cells(l, "|") for l in lines]
             else:
                 rows = table_rows(text, self.delimiter)
@@ -451,12 +455,14 @@ _TABLE_VIEWS = frozenset({"table", "table-row", "table-all"})
 
 def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
                 room: int, allowed: Iterable[str] | None = None,
-                root: Any = None, table_rows: str = "row") -> list[tuple[Any, str | None]]:
+                root: Any = None, table_rows: str = "row",
+                embed: Callable[[str, str], int] | None = None) -> list[tuple[Any, str | None]]:
     """Each planned chunk with its view text (None: embedded as it is), after cutting table
     chunks whose view would not fit into runs of rows that do. A piece that takes a view
     gets its (possibly shorter) context and the viewed embed text's token count. `allowed`:
     the view names to apply (default all); `table_rows`: how the `table-row` view packs
-    rows (`TABLE_ROWS`)."""
+    rows (`TABLE_ROWS`); `embed`: `count(embed_text(context, body))`, exact, made faster
+    (`chunkwise.sizing.tokenindex.embed_counter`)."""
     declared = doc.views
     if allowed is not None:
         use = {VARIANTS.get(a, (a, ""))[0]: a for a in allowed}
@@ -464,6 +470,7 @@ def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
     if not declared:
         return [(p, None) for p in pieces]
     views = DocumentViews(doc, declared, root, table_rows)
+    views.embed = embed or (lambda context, body: count(embed_text(context, body)))
     out: list[tuple[Any, str | None]] = []
     i = 0
     while i < len(pieces):
@@ -488,7 +495,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         yield p, None
         return
     context, view = got if got is not None else ("", "")
-    tokens = count(embed_text(context, view)) if got is not None else room + 1
+    tokens = views.embed(context, view) if got is not None else room + 1
     if tokens <= room:  # (a view that changes only the context leaves the text as it is)
         same = view == views.doc.text[p.start:p.end]
         yield replace(p, context=context, tokens=tokens), None if same else view
@@ -527,7 +534,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
                 break
             if got[0] and views.context_tokens(got[0], count) > room:
                 break  # the context alone is over: no run of rows fits under it
-            t = count(embed_text(*got))
+            t = views.embed(*got)
             if t > room:
                 break
             best = (j, sub, got, t)
@@ -535,10 +542,10 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         if best is None:  # one row whose view does not fit: it keeps its text
             sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
+            t = room + 1 if over else views.embed(sub.context, text[sub.start:sub.end])
             if t > room:  # the piece's own context, which fitted with more rows
                 sub = replace(sub, context=p.context)
-                t = count(embed_text(sub.context, text[sub.start:sub.end]))
+                t = views.embed(sub.context, text[sub.start:sub.end])
             yield replace(sub, tokens=t), None
             i += 1
             continue
@@ -592,7 +599,7 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
             got = views.render(sub, table)
         if got is None or (got[0] and views.context_tokens(got[0], count) > room):
             return None
-        t = count(embed_text(*got))
+        t = views.embed(*got)
         return (sub, got, t) if t <= room else None
 
     i = 0
@@ -620,11 +627,11 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
         if best is None:  # one row whose view does not fit: it keeps its text
             sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
+            t = room + 1 if over else views.embed(sub.context, text[sub.start:sub.end])
             if t > room:  # the context of the planned chunk it came from
                 own = next(q for q in reversed(run) if q.start <= sub.start)
                 sub = replace(sub, context=own.context)
-                t = count(embed_text(sub.context, text[sub.start:sub.end]))
+                t = views.embed(sub.context, text[sub.start:sub.end])
             yield replace(sub, tokens=t), None
             i += 1
             continue
