@@ -92,9 +92,12 @@ def table_rows(text: str, delimiter: str) -> list[list[str]]:
 
 
 def view_of_rows(rows: Sequence[Sequence[str]], header: Sequence[str],
-                 usual: Sequence[str | None] = ()) -> str:
+                 usual: Sequence[str | None] = (), labels: dict[int, str] | None = None) -> str:
     """Rows as `column: value` lines, a blank line between rows, leaving out empty cells and
-    cells holding their column's usual value."""
+    cells holding their column's usual value. `labels`: the columns' labels by index, filled
+    as they are made (one dict per header: a table's rows share them)."""
+    if labels is None:
+        labels = {}
     out = []
     for row in rows:
         lines = []
@@ -102,8 +105,12 @@ def view_of_rows(rows: Sequence[Sequence[str]], header: Sequence[str],
             v = " ".join(value.split())
             if not v or (i < len(usual) and usual[i] == v):
                 continue
-            name = header[i].strip() if i < len(header) and header[i].strip() else f"column {i + 1}"
-            lines.append(f"{split_identifiers(name)}: {v}")
+            label = labels.get(i)
+            if label is None:
+                name = header[i].strip() if i < len(header) and header[i].strip() \
+                    else f"column {i + 1}"
+                label = labels[i] = split_identifiers(name)
+            lines.append(f"{label}: {v}")
         if lines:
             out.append("\n".join(lines))
     return "\n\n".join(out)
@@ -129,6 +136,8 @@ class DocumentViews:
         self._above: dict[int, list[Any]] = {}  # a table's enclosing sections (context_at)
         self._leads: dict[tuple[str, ...], list[str]] = {}
         self._contexts: dict[tuple[str, int], str] = {}  # (context, table) -> without header
+        #: a table's header cells stripped, and its column labels (`view_of_rows`)
+        self._labels: dict[tuple[int, int], tuple[list[str], dict[int, str]]] = {}
         #: `(context, body) -> count(embed_text(context, body))` (set by `apply_views`)
         self.embed: Callable[[str, str], int] = lambda context, body: 0
 
@@ -270,14 +279,18 @@ class DocumentViews:
                 rows = [_cells(l, "|") for l in lines]
             else:
                 rows = table_rows(text, self.delimiter)
-            if rows and [c.strip() for c in rows[0]] == [c.strip() for c in header]:
+            key = (table.start, table.end)
+            labels = self._labels.get(key)
+            if labels is None:  # the header's cells stripped, then its labels as made
+                labels = self._labels[key] = ([c.strip() for c in header], {})
+            if rows and [c.strip() for c in rows[0]] == labels[0]:
                 rows = rows[1:]  # the header row itself, at the top of the first chunk
-            if not rows or not any(h.strip() for h in header):
+            if not rows or not any(labels[0]):
                 return None
             if name == "table-row" and len(rows) > 1:
                 return None  # cut into single rows by `_fitting`
             context = self.table_context(piece.context, table, header)
-            view = view_of_rows(rows, header, () if name == "table-all" else usual)
+            view = view_of_rows(rows, header, () if name == "table-all" else usual, labels[1])
             return (context, view) if view.strip() else None  # nothing left to label
         return None
 
