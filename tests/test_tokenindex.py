@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise.sizing.sizers import Sizer, get_sizer, minilm_tokenizer_path
-from chunkwise.sizing.tokenindex import SpanCounter, span_counter
+from chunkwise.sizing.tokenindex import SpanCounter, embed_counter, span_counter
 
 from conftest import FIXTURES
 
@@ -80,6 +80,22 @@ def test_any_span_counts_exactly(pieces, data):
         assert counter.span(a, b) == sizer.count(text[a:b])
         embed = f"{context}\n\n{text[a:b]}" if context else text[a:b]
         assert counter.embed(context, a, b) == sizer.count(embed)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=40), min_size=1, max_size=6),
+       st.data())
+def test_embed_counter_counts_any_body_under_a_context_exactly(bodies, data):
+    """`embed_counter` (the views' count: many bodies, few contexts) counts the context's
+    share once and the body alone where the body's start is an anchor; either way exactly."""
+    context = data.draw(st.sampled_from(CONTEXTS))
+    for name in [*TOKENIZERS, "chars"]:
+        sizer = get_sizer(name)
+        embed = embed_counter(sizer)
+        for pieces in bodies:
+            body = "".join(pieces)
+            whole = f"{context}\n\n{body}" if context else body
+            assert embed(context, body) == sizer.count(whole), (name, context, body)
 
 
 @pytest.mark.parametrize("name", TOKENIZERS)

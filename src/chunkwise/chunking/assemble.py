@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from ..model import Chunk, ParsedDocument, embed_text
 from ..sizing.sizers import MAX_CHARS_PER_TOKEN, Sizer
+from ..sizing.tokenindex import embed_counter
 from ..text.textio import LineCounter
 from .structure import Node
 from .views import apply_views, chain_of, parent_of
@@ -61,7 +62,7 @@ class Assembly:
 
     def __init__(self, sizer: Sizer, shares: Shares, *, overlap: int, contextualizer: Any,
                  views: frozenset[str], fingerprint: str, table_rows: str = "row") -> None:
-        self.count, self.shares, self.overlap = sizer.count, shares, overlap
+        self.sizer, self.count, self.shares, self.overlap = sizer, sizer.count, shares, overlap
         self.contextualizer, self.fingerprint = contextualizer, fingerprint
         # with overlap, chunks embed their text: a view renders whole rows, and re-cutting an
         # extended chunk into rows would put a row fragment before its predecessor's start
@@ -76,7 +77,7 @@ class Assembly:
         if self.contextualizer is not None:
             pieces = self.contextualizer.apply(doc, pieces, shares.room)
         viewed = apply_views(doc, pieces, self.count, shares.room, self.views, root,
-                             self.table_rows)
+                             self.table_rows, embed_counter(self.sizer) if self.views else None)
         lines = LineCounter(doc.text) if doc.line_numbers else None
         doc_meta = dict(doc.meta)
         starts: dict[int, list[int]] = {}

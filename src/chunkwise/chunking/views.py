@@ -92,9 +92,12 @@ def table_rows(text: str, delimiter: str) -> list[list[str]]:
 
 
 def view_of_rows(rows: Sequence[Sequence[str]], header: Sequence[str],
-                 usual: Sequence[str | None] = ()) -> str:
+                 usual: Sequence[str | None] = (), labels: dict[int, str] | None = None) -> str:
     """Rows as `column: value` lines, a blank line between rows, leaving out empty cells and
-    cells holding their column's usual value."""
+    cells holding their column's usual value. `labels`: the columns' labels by index, filled
+    as they are made (one dict per header: a table's rows share them)."""
+    if labels is None:
+        labels = {}
     out = []
     for row in rows:
         lines = []
@@ -102,8 +105,12 @@ def view_of_rows(rows: Sequence[Sequence[str]], header: Sequence[str],
             v = " ".join(value.split())
             if not v or (i < len(usual) and usual[i] == v):
                 continue
-            name = header[i].strip() if i < len(header) and header[i].strip() else f"column {i + 1}"
-            lines.append(f"{split_identifiers(name)}: {v}")
+            label = labels.get(i)
+            if label is None:
+                name = header[i].strip() if i < len(header) and header[i].strip() \
+                    else f"column {i + 1}"
+                label = labels[i] = split_identifiers(name)
+            lines.append(f"{label}: {v}")
         if lines:
             out.append("\n".join(lines))
     return "\n\n".join(out)
@@ -129,6 +136,10 @@ class DocumentViews:
         self._above: dict[int, list[Any]] = {}  # a table's enclosing sections (context_at)
         self._leads: dict[tuple[str, ...], list[str]] = {}
         self._contexts: dict[tuple[str, int], str] = {}  # (context, table) -> without header
+        #: a table's header cells stripped, and its column labels (`view_of_rows`)
+        self._labels: dict[tuple[int, int], tuple[list[str], dict[int, str]]] = {}
+        #: `(context, body) -> count(embed_text(context, body))` (set by `apply_views`)
+        self.embed: Callable[[str, str], int] = lambda context, body: 0
 
     def context_tokens(self, context: str, count: Callable[[str], int]) -> int:
         """Tokens of a context, counted once per document: the rows of a table share it,
@@ -263,17 +274,23 @@ class DocumentViews:
                            for l in lines):
                     return None  # a heading or a paragraph with the rows: as it is
                 lines = [l for l in lines if not _SEPARATOR.match(l)]
+                if name == "table-row" and len(lines) > 2:
+                    return None  # two rows or more even past a header row: cut by `_fitting`
                 rows = [_cells(l, "|") for l in lines]
             else:
                 rows = table_rows(text, self.delimiter)
-            if rows and [c.strip() for c in rows[0]] == [c.strip() for c in header]:
+            key = (table.start, table.end)
+            labels = self._labels.get(key)
+            if labels is None:  # the header's cells stripped, then its labels as made
+                labels = self._labels[key] = ([c.strip() for c in header], {})
+            if rows and [c.strip() for c in rows[0]] == labels[0]:
                 rows = rows[1:]  # the header row itself, at the top of the first chunk
-            if not rows or not any(h.strip() for h in header):
+            if not rows or not any(labels[0]):
                 return None
             if name == "table-row" and len(rows) > 1:
                 return None  # cut into single rows by `_fitting`
             context = self.table_context(piece.context, table, header)
-            view = view_of_rows(rows, header, () if name == "table-all" else usual)
+            view = view_of_rows(rows, header, () if name == "table-all" else usual, labels[1])
             return (context, view) if view.strip() else None  # nothing left to label
         return None
 
@@ -451,12 +468,14 @@ _TABLE_VIEWS = frozenset({"table", "table-row", "table-all"})
 
 def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
                 room: int, allowed: Iterable[str] | None = None,
-                root: Any = None, table_rows: str = "row") -> list[tuple[Any, str | None]]:
+                root: Any = None, table_rows: str = "row",
+                embed: Callable[[str, str], int] | None = None) -> list[tuple[Any, str | None]]:
     """Each planned chunk with its view text (None: embedded as it is), after cutting table
     chunks whose view would not fit into runs of rows that do. A piece that takes a view
     gets its (possibly shorter) context and the viewed embed text's token count. `allowed`:
     the view names to apply (default all); `table_rows`: how the `table-row` view packs
-    rows (`TABLE_ROWS`)."""
+    rows (`TABLE_ROWS`); `embed`: `count(embed_text(context, body))`, exact, made faster
+    (`chunkwise.sizing.tokenindex.embed_counter`)."""
     declared = doc.views
     if allowed is not None:
         use = {VARIANTS.get(a, (a, ""))[0]: a for a in allowed}
@@ -464,6 +483,7 @@ def apply_views(doc: Any, pieces: list[Any], count: Callable[[str], int],
     if not declared:
         return [(p, None) for p in pieces]
     views = DocumentViews(doc, declared, root, table_rows)
+    views.embed = embed or (lambda context, body: count(embed_text(context, body)))
     out: list[tuple[Any, str | None]] = []
     i = 0
     while i < len(pieces):
@@ -488,7 +508,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         yield p, None
         return
     context, view = got if got is not None else ("", "")
-    tokens = count(embed_text(context, view)) if got is not None else room + 1
+    tokens = views.embed(context, view) if got is not None else room + 1
     if tokens <= room:  # (a view that changes only the context leaves the text as it is)
         same = view == views.doc.text[p.start:p.end]
         yield replace(p, context=context, tokens=tokens), None if same else view
@@ -527,7 +547,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
                 break
             if got[0] and views.context_tokens(got[0], count) > room:
                 break  # the context alone is over: no run of rows fits under it
-            t = count(embed_text(*got))
+            t = views.embed(*got)
             if t > room:
                 break
             best = (j, sub, got, t)
@@ -535,10 +555,10 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
         if best is None:  # one row whose view does not fit: it keeps its text
             sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
+            t = room + 1 if over else views.embed(sub.context, text[sub.start:sub.end])
             if t > room:  # the piece's own context, which fitted with more rows
                 sub = replace(sub, context=p.context)
-                t = count(embed_text(sub.context, text[sub.start:sub.end]))
+                t = views.embed(sub.context, text[sub.start:sub.end])
             yield replace(sub, tokens=t), None
             i += 1
             continue
@@ -592,7 +612,7 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
             got = views.render(sub, table)
         if got is None or (got[0] and views.context_tokens(got[0], count) > room):
             return None
-        t = count(embed_text(*got))
+        t = views.embed(*got)
         return (sub, got, t) if t <= room else None
 
     i = 0
@@ -620,11 +640,11 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
         if best is None:  # one row whose view does not fit: it keeps its text
             sub = _sub(p, starts[i], ends[i], text, rows, context_at)
             over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else count(embed_text(sub.context, text[sub.start:sub.end]))
+            t = room + 1 if over else views.embed(sub.context, text[sub.start:sub.end])
             if t > room:  # the context of the planned chunk it came from
                 own = next(q for q in reversed(run) if q.start <= sub.start)
                 sub = replace(sub, context=own.context)
-                t = count(embed_text(sub.context, text[sub.start:sub.end]))
+                t = views.embed(sub.context, text[sub.start:sub.end])
             yield replace(sub, tokens=t), None
             i += 1
             continue

@@ -28,12 +28,13 @@ import re
 from typing import Callable
 
 from ..errors import ChunkwiseError
+from ..model import embed_text
 from .counters import SpanCounter
 from .sizers import TIKTOKEN_ENCODINGS, Sizer, get_sizer, minilm_tokenizer_path
 from .tiktoken_index import tiktoken_builder
 from .wordpiece_index import wordpiece_builder
 
-__all__ = ["SpanCounter", "one_pass_anchor", "span_counter"]
+__all__ = ["SpanCounter", "embed_counter", "one_pass_anchor", "span_counter"]
 
 
 def span_counter(sizer: Sizer, text: str) -> SpanCounter:
@@ -49,6 +50,29 @@ def one_pass_anchor(sizer: Sizer) -> re.Pattern | None:
     when no anchors are proven for it."""
     build = _index_builder(sizer)
     return None if build is None else build.anchor  # type: ignore[attr-defined]
+
+
+def embed_counter(sizer: Sizer) -> Callable[[str, str], int]:
+    """`(context, body) -> sizer.count(embed_text(context, body))`, exact, for many bodies
+    under few contexts (the rows of a table): where the body's start is an anchor after the
+    blank line (`one_pass_anchor`), the context's share is counted once and the body alone.
+    Memoises by context: make one per document."""
+    anchor = one_pass_anchor(sizer)
+    count, overhead = sizer.count, sizer.overhead
+    shares: dict[str, int] = {}
+
+    def embed(context: str, body: str) -> int:
+        if not context or anchor is None or not body:
+            return count(embed_text(context, body))
+        m = anchor.match("\n" + body[0])
+        if m is None or m.end() != 1:  # the body's start may join the blank line's piece
+            return count(embed_text(context, body))
+        share = shares.get(context)
+        if share is None:
+            share = shares[context] = count(embed_text(context, "")) - overhead
+        return share + count(body)
+
+    return embed
 
 
 def _index_builder(sizer: Sizer) -> Callable[[Sizer, str], SpanCounter] | None:
