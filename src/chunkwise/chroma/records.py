@@ -87,10 +87,11 @@ def llama_index_keys(chunk: Chunk, meta: Mapping[str, Any], prev_id: str | None,
                      next_id: str | None) -> dict[str, str]:
     """What LlamaIndex's vector stores write beside a node (`node_to_metadata_dict`), for a
     chunk: `_node_content` (the node as JSON, text left out: Chroma holds it) and
-    `document_id`, what `ChromaVectorStore.delete(ref_doc_id)` filters on. A record written by `chunkwise ingest` is
-    then read by `ChromaVectorStore` as the node `ChunkwiseNodeParser` makes of the chunk:
-    `ref_doc_id` = the source, SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk
-    fields as metadata and the same embed text (`context` shown as its value alone).
+    `document_id`, what `ChromaVectorStore.delete(ref_doc_id)` filters on. A record written
+    by `chunkwise ingest` is then read by `ChromaVectorStore` as the node
+    `ChunkwiseNodeParser` makes of the chunk: `ref_doc_id` = the source,
+    SOURCE/PREVIOUS/NEXT relationships, exact offsets, the chunk fields as metadata and the
+    same embed text (`context` shown as its value alone).
 
     The JSON leaves out the fields whose value is the pydantic default LlamaIndex fills in
     (`embedding`, `text`, `mimetype`, `class_name`, and a relationship's `metadata`, `hash`,

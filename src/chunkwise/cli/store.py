@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
                    help="processes that parse and chunk (default: one per core; 1: in this "
                         "process)")
     p.add_argument("--writers", type=int, default=1, metavar="N",
-                   help="threads writing to the store at once (default 1; more pay off with a "
-                        "Chroma server, --host, which takes concurrent writes)")
+                   help="threads writing to the store at once (default 1; meant for a Chroma "
+                        "server, --host, that writes concurrently: see docs/ingest.md)")
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="how long to wait for another process writing the same database "
                         "(default 10)")

@@ -189,12 +189,13 @@ class IngestOptions:
       `file_timeout` (seconds of parsing and chunking) bound each file.
     - the run: `workers` parse and chunk (local: processes, default one per core, which
       never import the caller's `__main__`; Ray: the tasks at once); `writers` threads write
-      windows of whole files at once (worth it with a Chroma server, which takes concurrent
-      requests; an embedded database takes them in turn; default 1); `rebuild` empties the
-      collection first; `dry_run` discovers, reads, parses and chunks as a run does and
-      reports what it would embed and write, per format, without writing anything, creating
-      a database or loading the embedding model; `progress` is called with an `IngestProgress` as files are read,
-      texts embedded and chunks written.
+      windows of whole files at once (default 1; meant for a Chroma server that writes
+      requests concurrently: an embedded database takes them in turn, and so did the
+      `chroma run` measured in docs/ingest.md); `rebuild` empties the collection first;
+      `dry_run` discovers, reads, parses and chunks as a run does and reports what it would
+      embed and write, per format, without writing anything, creating a database or
+      loading the embedding model; `progress` is called with an `IngestProgress` as files
+      are read, texts embedded and chunks written.
     """
 
     client: Any = None
@@ -246,11 +247,17 @@ def check_limits(max_file_size: int, file_timeout: float | None) -> None:
         raise ConfigError(f"file_timeout must be a positive number of seconds, got {file_timeout!r}")
 
 
+def positive_int(name: str, value: Any) -> int:
+    """`value`, checked: `ConfigError` naming the option `name` unless a positive integer
+    (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
 def writer_count(writers: int) -> int:
     """`writers`, checked: `ConfigError` unless a positive integer."""
-    if isinstance(writers, bool) or not isinstance(writers, int) or writers < 1:
-        raise ConfigError(f"writers must be a positive integer, got {writers!r}")
-    return writers
+    return positive_int("writers", writers)
 
 
 def worker_count(workers: int | None) -> int:
@@ -258,6 +265,4 @@ def worker_count(workers: int | None) -> int:
     a positive integer."""
     if workers is None:
         return max(1, os.cpu_count() or 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
-    return workers
+    return positive_int("workers", workers)

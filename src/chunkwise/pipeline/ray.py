@@ -54,7 +54,7 @@ import numpy as np
 from .discover import FileTask
 from ..errors import ChunkwiseError, ConfigError, MissingDependencyError
 from .collection import open_session
-from .options import IngestOptions, check_limits
+from .options import IngestOptions, check_limits, positive_int
 from .pool import picklable
 from .stages import VectorMemo, prepare, prepare_bytes
 from .threads import EMBED_WINDOW, WriteThread
@@ -119,9 +119,8 @@ def ingest(paths_or_dataset: Iterable[str | os.PathLike] | Any,
     workers = opts.workers
     for name, value in (("workers", workers), ("embed_actors", embed_actors),
                         ("num_cpus", num_cpus), ("batch_size", batch_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if value is not None:
+            positive_int(name, value)
     if ray_address is not None and num_cpus is not None:
         raise ConfigError("num_cpus sizes a local Ray; a cluster (ray_address) has its own")
     check_limits(opts.max_file_size, opts.file_timeout)

@@ -1,8 +1,9 @@
 """Stages 3 and 4 of the local runner on threads of their own: `EmbedThread` (the embedder,
 fed windows of texts through a bounded queue), `WriteThread` (windows of file plans written
 by one writer or several, also used by the Ray runner), and `LocalRunner`, which gathers
-the planned files into windows of about `EMBED_WINDOW` chunks, reuses known vectors, embeds the rest while the
-next window is gathered, and writes each window once its vectors are back.
+the planned files into windows of about `EMBED_WINDOW` chunks, reuses known vectors, embeds
+the rest while the next window is gathered, and writes each window once its vectors are
+back.
 """
 
 from __future__ import annotations
@@ -257,9 +258,10 @@ class WriteThread:
     writes. One writer (the default) writes windows in the order given; `writers` > 1 write
     several windows at once (a window holds whole files and each file is in one window, so
     windows are independent: a file's deletes still follow its upserts, and a run killed
-    at any moment leaves files the next run sees as out of date). Several writers help with
-    a Chroma server, which takes requests concurrently; an embedded client holds the GIL
-    while it writes, so there they take turns. An error stops the writers and is raised by
+    at any moment leaves files the next run sees as out of date). Several writers are meant
+    for a Chroma server that writes requests concurrently; an embedded client holds the GIL
+    while it writes, so there they take turns, and the `chroma run` measured in
+    docs/ingest.md took them in turn as well. An error stops the writers and is raised by
     the next `submit` or by `stop`."""
 
     def __init__(self, store: Store, report: IngestReport, tell: Callable[[], None],
@@ -279,7 +281,8 @@ class WriteThread:
     def _gather(self, plans: list[FilePlan]) -> tuple[list[FilePlan], bool]:
         """`plans` and the windows waiting after them, up to `WRITE_BATCH` records, as one
         window; and whether the end (None) was met on the way."""
-        while sum(len(p.embed) for p in plans) < WRITE_BATCH:
+        records = sum(len(p.embed) for p in plans)
+        while records < WRITE_BATCH:
             try:
                 more = self.inbox.get_nowait()
             except queue.Empty:
@@ -287,6 +290,7 @@ class WriteThread:
             if more is None:
                 return plans, True
             plans = plans + more
+            records += sum(len(p.embed) for p in more)
         return plans, False
 
     def _run(self) -> None:
