@@ -31,6 +31,7 @@ import io
 import re
 from collections import Counter
 from dataclasses import replace
+from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
 from ..model import embed_text
@@ -531,10 +532,7 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
     text = views.doc.text
     rows = views.rows_of(table)
     single = views.view_of(p, table) == "table-row"  # one row per chunk
-
-    def context_at(start: int, end: int) -> str:
-        return views.context_at(start, end, table)
-
+    context_at = partial(views.context_at, within=table)
     while i < len(starts):
         best = None
         j = i
@@ -552,14 +550,9 @@ def _fitting(views: DocumentViews, p: Any, count: Callable[[str], int],
                 break
             best = (j, sub, got, t)
             j += 1
-        if best is None:  # one row whose view does not fit: it keeps its text
-            sub = _sub(p, starts[i], ends[i], text, rows, context_at)
-            over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else views.embed(sub.context, text[sub.start:sub.end])
-            if t > room:  # the piece's own context, which fitted with more rows
-                sub = replace(sub, context=p.context)
-                t = views.embed(sub.context, text[sub.start:sub.end])
-            yield replace(sub, tokens=t), None
+        if best is None:  # the piece's own context, which fitted with more rows
+            yield _as_text(views, _sub(p, starts[i], ends[i], text, rows, context_at),
+                           p.context, count, room)
             i += 1
             continue
         j, sub, (context, view), t = best
@@ -590,10 +583,7 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
         bounds = bounds[1:]  # a header row stays with the first row under it
     starts, ends = [p.start, *bounds], [*bounds, p.end]
     labels = views.header_of(table)[0]
-
-    def context_at(start: int, end: int) -> str:
-        return views.context_at(start, end, table)
-
+    context_at = partial(views.context_at, within=table)
     base = count("")
     shown: list[str | None] = []  # each row's view (None: nothing to show, or not viewed)
     est = []  # its tokens beyond `base`
@@ -637,20 +627,29 @@ def _grouped(views: DocumentViews, run: list[Any], table: Any, count: Callable[[
             while j > i and best is None:
                 j -= 1
                 best = fits(i, j)
-        if best is None:  # one row whose view does not fit: it keeps its text
+        if best is None:  # the context of the planned chunk it came from
             sub = _sub(p, starts[i], ends[i], text, rows, context_at)
-            over = sub.context and views.context_tokens(sub.context, count) > room
-            t = room + 1 if over else views.embed(sub.context, text[sub.start:sub.end])
-            if t > room:  # the context of the planned chunk it came from
-                own = next(q for q in reversed(run) if q.start <= sub.start)
-                sub = replace(sub, context=own.context)
-                t = views.embed(sub.context, text[sub.start:sub.end])
-            yield replace(sub, tokens=t), None
+            own = next(q for q in reversed(run) if q.start <= sub.start)
+            yield _as_text(views, sub, own.context, count, room)
             i += 1
             continue
         sub, (context, view), t = best
         yield replace(sub, context=context, tokens=t), view
         i = j + 1
+
+
+def _as_text(views: DocumentViews, sub: Any, fallback: str, count: Callable[[str], int],
+             room: int) -> tuple[Any, None]:
+    """One row whose view does not fit even alone: it keeps its text, under its own context,
+    or under `fallback` (a context that fitted the rows it was planned with) when that is
+    over the room."""
+    body = views.doc.text[sub.start:sub.end]
+    over = sub.context and views.context_tokens(sub.context, count) > room
+    t = room + 1 if over else views.embed(sub.context, body)
+    if t > room:
+        sub = replace(sub, context=fallback)
+        t = views.embed(sub.context, body)
+    return replace(sub, tokens=t), None
 
 
 def _sub(p: Any, start: int, end: int, text: str, rows: tuple[list[Any], list[int], Any],
