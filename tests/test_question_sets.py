@@ -124,3 +124,50 @@ def test_code_heldout_and_tune_sets_are_valid():
     old = {json.loads(l)["question"] for f in ("questions.jsonl", "questions_code_tables.jsonl")
            for l in (DATA / f).read_text(encoding="utf-8").splitlines() if l.strip()}
     assert not old & set(questions)
+
+
+HELDOUT2 = DATA / "questions_code_heldout2.jsonl"
+HELDOUT2_KEYS = {"question", "source", "excerpt", "kind", "split", "language", "group", "style"}
+
+
+def test_code_heldout2_set_is_valid():
+    """Issue 34, second held-out set: Python questions only, on files the tuning set does not
+    use, spread over many files, every style present, every excerpt verbatim and found once in
+    its file and in no other file of code/ (an answer in two files would make a
+    miss ambiguous), and no question text shared with another question file."""
+    from chunkwise.evaluation.eval import load_questions
+
+    if not CORPUS.is_dir():
+        pytest.skip(f"shared corpus not present ({CORPUS})")
+    rows = [json.loads(l) for l in HELDOUT2.read_text(encoding="utf-8").splitlines() if l.strip()]
+    for r in rows:
+        assert set(r) == HELDOUT2_KEYS, r
+        assert (r["kind"], r["split"], r["language"], r["group"]) == (
+            "code", "heldout2", "python", "python"), r
+        assert r["style"] in STYLES, r
+        assert r["source"].startswith("code/") and r["source"].endswith(".py"), r
+    assert len(rows) >= 40
+    per_file = Counter(r["source"] for r in rows)
+    assert len(per_file) >= 15 and max(per_file.values()) <= 4, per_file
+    assert set(Counter(r["style"] for r in rows)) == STYLES
+    tune = {json.loads(l)["source"] for l in TUNE.read_text(encoding="utf-8").splitlines()
+            if l.strip()}
+    assert not set(per_file) & tune
+    questions = [r["question"] for r in rows]
+    assert len(set(questions)) == len(questions)
+    others = {json.loads(l)["question"] for f in DATA.glob("*.jsonl") if f != HELDOUT2
+              for l in f.read_text(encoding="utf-8").splitlines() if l.strip()}
+    assert not others & set(questions)
+
+    qs = load_questions(HELDOUT2, root=CORPUS)
+    assert len(qs) == len(rows)
+    python_texts = {p.resolve(): p.read_text(encoding="utf-8")
+                    for p in sorted((CORPUS / "code").glob("*.py"))}
+    for q in qs.questions:
+        text = qs.texts[q.path]
+        assert text.count(q.excerpt) == 1, f"{qs.where(q)}: excerpt not exactly once verbatim"
+        assert text[q.start:q.end] == q.excerpt
+        assert 20 <= len(q.excerpt) <= 800, qs.where(q)
+        elsewhere = [p.name for p, t in python_texts.items()
+                     if p != q.path.resolve() and q.excerpt in t]
+        assert not elsewhere, f"{qs.where(q)}: excerpt also in {elsewhere}"
