@@ -257,3 +257,29 @@ def test_views_option_chooses_what_table_rows_embed():
         embed = f"{r['context']}\n\n{r['text']}" if r["context"] else r["text"]
         assert r["tokens"] == count(embed) <= 256
     assert run("chunk", str(csv), "--views", "bogus").returncode == 2
+
+
+def test_ingest_progress_rates_are_per_second_of_the_run():
+    """The ingest line's chunks/s and texts/s are over the run's wall time: with an
+    embedder that took 0.01 s (a hash, a GPU) while the store wrote for the rest, a rate
+    over embedding time would show 100,000 chunks/s for 1,000 chunks."""
+    import io
+    import time
+
+    from chunkwise.cli.progress import Progress
+    from chunkwise.cli.store import show_ingest
+    from chunkwise.pipeline.options import IngestProgress
+
+    out = io.StringIO()
+    bar = Progress("ingest", total=4, stream=out, tty=False, every=0.0)
+    time.sleep(0.2)
+    show_ingest(bar, IngestProgress(4, 4, 1000, 0.01, "", 1000, 1000))
+    embedding = IngestProgress(2, 4, 0, 0.01, "", 100, 400)
+    show_ingest(bar, embedding)
+    bar.close()
+    done, texts = out.getvalue().splitlines()
+    rate = float(done.split(" chunks, ")[1].split(" chunks/s")[0])
+    assert 0 < rate <= 1000 / 0.2, done  # over 0.2 s or more, not over 0.01 s
+    speed = float(texts.split("texts embedded, ")[1].split("/s")[0])
+    assert 0 < speed <= 100 / 0.2, texts
+    assert embedding.rate == 0.0 and embedding.embed_rate == 100 / 0.01  # the API's own rates
