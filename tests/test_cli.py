@@ -283,3 +283,39 @@ def test_ingest_progress_rates_are_per_second_of_the_run():
     speed = float(texts.split("texts embedded, ")[1].split("/s")[0])
     assert 0 < speed <= 100 / 0.2, texts
     assert embedding.rate == 0.0 and embedding.embed_rate == 100 / 0.01  # the API's own rates
+
+
+def test_the_summary_says_when_the_store_set_the_pace(tmp_path):
+    """A run whose writes took most of its time, far more than the embedder's (a GPU, a fast
+    embedder), ends with a note naming the store and `--table-rows grouped`; a run paced by
+    the model does not. The note follows the run's own figures: a real ingest of a
+    3,000-row CSV with a hash embedder, then the same rule on a model-bound report."""
+    import os
+    import re
+    from pathlib import Path
+
+    from chunkwise.cli.store import STORE_BOUND, STORE_OVER_EMBED, _summary
+    from chunkwise.pipeline.options import IngestReport
+
+    tests = Path(__file__).resolve().parent
+    (tmp_path / "hashvec.py").write_text("from test_corpus_ingest import HASH\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tmp_path)])}
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rows = [f"{i},item {i},{i * 7 % 101},note on row {i}" for i in range(3000)]
+    (docs / "t.csv").write_text("id,name,score,note\n" + "\n".join(rows) + "\n")
+    p = subprocess.run([*CLI, "ingest", str(docs), "--db", str(tmp_path / "db"),
+                        "--embedder", "hashvec:HASH", "--workers", "1"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    total, embed, store = map(float, re.search(
+        r"time ([\d.]+)s .*, embed ([\d.]+)s, .*, store ([\d.]+)s\)", p.stdout).groups())
+    paced = store >= STORE_BOUND * total and store >= STORE_OVER_EMBED * embed
+    assert ("note: the store set this run's pace: it wrote 3000 chunks" in p.stdout) == paced
+    assert paced, p.stdout  # a hash embedder and 3,000 records: the write is most of the run
+    model_bound = IngestReport(written=3000, seconds={"total": 100.0, "embed": 95.0,
+                                                     "embed_idle": 1.0, "write": 4.0})
+    assert "note: the store" not in _summary(model_bound)
+    store_bound = IngestReport(written=3000, seconds={"total": 10.0, "embed": 0.5,
+                                                     "embed_idle": 7.0, "write": 8.0})
+    assert "--table-rows grouped" in _summary(store_bound).splitlines()[-1]

@@ -242,7 +242,27 @@ def _summary(r: Any) -> str:
     return (f"{text}\ntime {s.get('total', 0):.1f}s (parse+chunk {s.get('parse_chunk', 0):.1f}s "
             f"on {r.workers} worker{'s' if r.workers > 1 else ''}, embed "
             f"{s.get('embed', 0):.1f}s, embedder idle {s.get('embed_idle', 0):.1f}s, store "
-            f"{s.get('write', 0):.1f}s)")
+            f"{s.get('write', 0):.1f}s)") + _store_note(r)
+
+
+#: a run of at least `STORE_BOUND_RECORDS` chunks whose writes took `STORE_BOUND` of its
+#: time or more, and `STORE_OVER_EMBED` times the embedder's, went at the store's pace: its
+#: summary says so, and what makes it faster
+STORE_BOUND, STORE_OVER_EMBED, STORE_BOUND_RECORDS = 0.5, 2.0, 2000
+
+
+def _store_note(r: Any) -> str:
+    """A note when the store, not the embedder, set the run's pace (a GPU, a fast embedder:
+    Chroma writes some hundreds to a few thousand records a second, docs/ingest.md)."""
+    s = r.seconds
+    total, write, embed = s.get("total", 0.0), s.get("write", 0.0), s.get("embed", 0.0)
+    if r.written < STORE_BOUND_RECORDS or total <= 0 or write < STORE_BOUND * total \
+            or write < STORE_OVER_EMBED * embed:
+        return ""
+    return (f"\nnote: the store set this run's pace: it wrote {r.written} chunks in "
+            f"{write:.1f}s ({r.written / write:.0f}/s) of the run's {total:.1f}s, the "
+            f"embedder worked {embed:.1f}s. Fewer records write sooner: --table-rows grouped "
+            "puts several rows of a table in one chunk (docs/ingest.md)")
 
 
 def _dry_summary(r: Any) -> str:
