@@ -123,7 +123,15 @@ def _make_tokenize(code_rule):
                 if rule(state, line, endLine, False):
                     break
             else:
-                text_block(state, line, endLine, False)  # matches any line
+                nxt = line + 1
+                if endLine == state.lineMax and (
+                        nxt >= endLine or bMarks[nxt] + tShift[nxt] >= eMarks[nxt]):
+                    # a paragraph of one line (most are): what `text_block` makes of it,
+                    # without its scan (no line follows to underline or continue it)
+                    state.parentType = "paragraph"
+                    _push_paragraph(state, line, nxt)
+                else:
+                    text_block(state, line, endLine, False)  # matches any line
             if state.line <= line:
                 raise RuntimeError("block rule didn't increment state.line")
             state.tight = not hasEmptyLines
