@@ -466,8 +466,7 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
         if sCount[nextLine] - state.blkIndent >= 4:
             break
         pos, maximum = bMarks[nextLine] + tShift[nextLine], eMarks[nextLine]
-        if pos < maximum and any(rule(state, nextLine, endLine, True)
-                                 for rule in _LIST_BY_CHAR.get(src[pos], ())):
+        if pos < maximum and _list_ends(state, nextLine, endLine, src[pos]):
             break
         # fail if the list has another type
         posAfterMarker = _marker_end(src, pos, maximum, isOrdered)
@@ -480,6 +479,15 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
     state.line = nextLine
     state.parentType = oldParentType
     return True
+
+
+def _list_ends(state, line: int, end_line: int, first: str) -> bool:
+    """Whether a rule of the `list` terminator chain starts a block at `line` (whose first
+    character is `first`). A loop, not `any()` over a generator: asked at every next item."""
+    for rule in _LIST_BY_CHAR.get(first, ()):
+        if rule(state, line, end_line, True):
+            return True
+    return False
 
 
 #: a thematic break after its first marker: two more of it, among spaces and tabs
