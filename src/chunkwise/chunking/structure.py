@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..model import ParsedDocument, Section
-from ..text.splitting import SENTENCES, is_mark, trim
+from ..text.splitting import MAX_MARK, SENTENCES, is_mark, trim
 
 #: the kinds of a lead-in or a mark
 _PARAGRAPH_KINDS = frozenset({"paragraph"})
@@ -130,7 +130,8 @@ def build_tree(doc: ParsedDocument) -> Node:
             lead_parents[id(top)] = top
         if kind in _PROSE_KINDS:
             prose_parents[id(top)] = top
-            if kind in _PARAGRAPH_KINDS and is_mark(text, start, end):
+            # (the length first: most paragraphs are too long to be a mark, and no call)
+            if kind in _PARAGRAPH_KINDS and end - start <= MAX_MARK and is_mark(text, start, end):
                 mark_parents[id(top)] = top
         stack.append(node)
     if doc.prose:
