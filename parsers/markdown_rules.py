@@ -339,8 +339,9 @@ def table(state, startLine: int, endLine: int, silent: bool) -> bool:
         if nextLine == startLine + 2:
             token = state.push("tbody_open", "tbody", 1)
             token.map = tbodyLines = [startLine + 2, 0]
-        state.push("tr_open", "tr", 1).map = [nextLine, nextLine + 1]
-        state.push("tr_close", "tr", -1)
+        level = state.level  # a row's two tokens as `push` makes them (one pair per row)
+        state.tokens += (_Token("tr_open", "tr", 1, level, [nextLine, nextLine + 1]),
+                         _Token("tr_close", "tr", -1, level))
         nextLine += 1
     if tbodyLines:
         state.push("tbody_close", "tbody", -1)
@@ -434,7 +435,10 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
         indent = initial + indentAfterMarker
 
         # Run subparser & write tokens
-        state.push("list_item_open", "li", 1).map = itemLines = [startLine, 0]
+        # (the item's two tokens as `push` makes them, without the call: one per item)
+        itemLines = [startLine, 0]
+        state.tokens.append(_Token("list_item_open", "li", 1, state.level, itemLines))
+        state.level += 1
         oldTight = state.tight
         oldTShift = tShift[startLine]
         oldSCount = sCount[startLine]
@@ -454,7 +458,8 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
         tShift[startLine] = oldTShift
         sCount[startLine] = oldSCount
         state.tight = oldTight
-        state.push("list_item_close", "li", -1)
+        state.level -= 1
+        state.tokens.append(_Token("list_item_close", "li", -1, state.level))
 
         nextLine = startLine = state.line
         itemLines[1] = nextLine
@@ -534,12 +539,11 @@ def heading(state, startLine: int, endLine: int, silent: bool) -> bool:
         content = cut
     level = m.end() - m.start()
     state.line = startLine + 1
-    state.push("heading_open", "h" + str(level), 1).map = [startLine, state.line]
-    token = state.push("inline", "", 0)
-    token.content = mdTrim(content)
-    token.map = [startLine, state.line]
-    token.children = []
-    state.push("heading_close", "h" + str(level), -1)
+    tag, depth = "h" + str(level), state.level  # the three tokens as `push` makes them
+    inline = _Token("inline", "", 0, depth + 1, [startLine, state.line])
+    inline.content, inline.children = mdTrim(content), []
+    state.tokens += (_Token("heading_open", tag, 1, depth, [startLine, state.line]), inline,
+                     _Token("heading_close", tag, -1, depth))
     return True
 
 
