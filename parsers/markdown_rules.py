@@ -123,7 +123,15 @@ def _make_tokenize(code_rule):
                 if rule(state, line, endLine, False):
                     break
             else:
-                text_block(state, line, endLine, False)  # matches any line
+                nxt = line + 1
+                if endLine == state.lineMax and (
+                        nxt >= endLine or bMarks[nxt] + tShift[nxt] >= eMarks[nxt]):
+                    # a paragraph of one line (most are): what `text_block` makes of it,
+                    # without its scan (no line follows to underline or continue it)
+                    state.parentType = "paragraph"
+                    _push_paragraph(state, line, nxt)
+                else:
+                    text_block(state, line, endLine, False)  # matches any line
             if state.line <= line:
                 raise RuntimeError("block rule didn't increment state.line")
             state.tight = not hasEmptyLines
@@ -331,8 +339,9 @@ def table(state, startLine: int, endLine: int, silent: bool) -> bool:
         if nextLine == startLine + 2:
             token = state.push("tbody_open", "tbody", 1)
             token.map = tbodyLines = [startLine + 2, 0]
-        state.push("tr_open", "tr", 1).map = [nextLine, nextLine + 1]
-        state.push("tr_close", "tr", -1)
+        level = state.level  # a row's two tokens as `push` makes them (one pair per row)
+        state.tokens += (_Token("tr_open", "tr", 1, level, [nextLine, nextLine + 1]),
+                         _Token("tr_close", "tr", -1, level))
         nextLine += 1
     if tbodyLines:
         state.push("tbody_close", "tbody", -1)
@@ -426,7 +435,10 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
         indent = initial + indentAfterMarker
 
         # Run subparser & write tokens
-        state.push("list_item_open", "li", 1).map = itemLines = [startLine, 0]
+        # (the item's two tokens as `push` makes them, without the call: one per item)
+        itemLines = [startLine, 0]
+        state.tokens.append(_Token("list_item_open", "li", 1, state.level, itemLines))
+        state.level += 1
         oldTight = state.tight
         oldTShift = tShift[startLine]
         oldSCount = sCount[startLine]
@@ -446,7 +458,8 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
         tShift[startLine] = oldTShift
         sCount[startLine] = oldSCount
         state.tight = oldTight
-        state.push("list_item_close", "li", -1)
+        state.level -= 1
+        state.tokens.append(_Token("list_item_close", "li", -1, state.level))
 
         nextLine = startLine = state.line
         itemLines[1] = nextLine
@@ -458,8 +471,7 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
         if sCount[nextLine] - state.blkIndent >= 4:
             break
         pos, maximum = bMarks[nextLine] + tShift[nextLine], eMarks[nextLine]
-        if pos < maximum and any(rule(state, nextLine, endLine, True)
-                                 for rule in _LIST_BY_CHAR.get(src[pos], ())):
+        if pos < maximum and _list_ends(state, nextLine, endLine, src[pos]):
             break
         # fail if the list has another type
         posAfterMarker = _marker_end(src, pos, maximum, isOrdered)
@@ -472,6 +484,15 @@ def list_block(state, startLine: int, endLine: int, silent: bool) -> bool:
     state.line = nextLine
     state.parentType = oldParentType
     return True
+
+
+def _list_ends(state, line: int, end_line: int, first: str) -> bool:
+    """Whether a rule of the `list` terminator chain starts a block at `line` (whose first
+    character is `first`). A loop, not `any()` over a generator: asked at every next item."""
+    for rule in _LIST_BY_CHAR.get(first, ()):
+        if rule(state, line, end_line, True):
+            return True
+    return False
 
 
 #: a thematic break after its first marker: two more of it, among spaces and tabs
@@ -518,12 +539,11 @@ def heading(state, startLine: int, endLine: int, silent: bool) -> bool:
         content = cut
     level = m.end() - m.start()
     state.line = startLine + 1
-    state.push("heading_open", "h" + str(level), 1).map = [startLine, state.line]
-    token = state.push("inline", "", 0)
-    token.content = mdTrim(content)
-    token.map = [startLine, state.line]
-    token.children = []
-    state.push("heading_close", "h" + str(level), -1)
+    tag, depth = "h" + str(level), state.level  # the three tokens as `push` makes them
+    inline = _Token("inline", "", 0, depth + 1, [startLine, state.line])
+    inline.content, inline.children = mdTrim(content), []
+    state.tokens += (_Token("heading_open", tag, 1, depth, [startLine, state.line]), inline,
+                     _Token("heading_close", tag, -1, depth))
     return True
 
 

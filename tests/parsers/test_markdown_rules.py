@@ -102,6 +102,44 @@ def test_generated_nested_blocks_parse_the_same(lines, prefixes):
     assert_same("\n".join(p + line for p, line in zip(prefixes * len(lines), lines)))
 
 
+#: what may follow a line: a newline, or blank lines (then the line is a paragraph of its
+#: own, which the block loop makes without `text_block`'s scan)
+BREAKS = ["\n", "\n\n", "\n\n", "\n   \n", "\n\t\n\n"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(LINES + LIST_LINES), st.sampled_from(BREAKS)),
+                min_size=1, max_size=30),
+       st.sampled_from(["", "> ", "- ", "  ", "    ", "1. ", "> - "]))
+@example([("Setext", "\n\n"), ("===", "\n")], "")  # a blank line: no underline
+@example([("text", "\n"), ("    indented four", "\n\n"), ("lazy text", "\n")], "> ")
+def test_one_line_paragraphs_parse_the_same(lines, prefix):
+    """Paragraphs of one line (a blank line or the end after them), made by the block loop
+    itself rather than by `text_block`: at the top level, in quotes, items and indents."""
+    text = "".join(line + brk for line, brk in lines)
+    assert_same(text)
+    assert_same("".join(prefix + line + brk for line, brk in lines))
+
+
+def test_one_line_paragraphs_skip_the_scan(monkeypatch):
+    """On real documents many paragraphs are one line, made without `text_block` (about half
+    of them in the fixtures and the corpus), and the others with it: the tests above compare
+    both paths with markdown-it's own rules."""
+    from chunkwise.parsers import markdown_rules
+
+    calls = []
+    general = markdown_rules.text_block
+    monkeypatch.setattr(markdown_rules, "text_block",
+                        lambda *args: calls.append(args[1]) or general(*args))
+    paragraphs = scanned = 0
+    for path in _markdown_files():
+        calls.clear()
+        tokens = block_tokens(path.read_bytes().decode("utf-8"), fast=True)
+        paragraphs += sum(1 for t in tokens if t[0] == "paragraph_open")
+        scanned += len(calls)
+    assert 0 < scanned < 0.75 * paragraphs
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(LINES), min_size=0, max_size=20), st.booleans())
 def test_line_tables_are_markdown_its(lines, final_newline):

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..model import ParsedDocument, Section
-from ..text.splitting import SENTENCES, is_mark, trim
+from ..text.splitting import MAX_MARK, SENTENCES, is_mark, trim
 
 #: the kinds of a lead-in or a mark
 _PARAGRAPH_KINDS = frozenset({"paragraph"})
@@ -77,8 +77,13 @@ class Node:
     #: starts, where it may be cut, then where it ends (see `_attach_leads`)
     lead_cuts: tuple[tuple[int, ...], ...] = field(default=(), init=False)
 
-    def __post_init__(self) -> None:
-        self.own_start = self.start
+    def __init__(self, start: int, end: int, level: int, kind: str, path: tuple[str, ...],
+                 context: str = "", meta: tuple[tuple[str, Any], ...] = ()) -> None:
+        # Written out: the dataclass's own __init__ calls `__post_init__` and a default
+        # factory for every node, and a tree has a node per section (hundreds a document).
+        self.start, self.end, self.own_start, self.level, self.kind = start, end, start, level, kind
+        self.path, self.context, self.meta = path, context, meta
+        self.children, self.lead_cuts = [], ()
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Node({self.kind}, {self.start}:{self.end}, {len(self.children)} children)"
@@ -125,7 +130,8 @@ def build_tree(doc: ParsedDocument) -> Node:
             lead_parents[id(top)] = top
         if kind in _PROSE_KINDS:
             prose_parents[id(top)] = top
-            if kind in _PARAGRAPH_KINDS and is_mark(text, start, end):
+            # (the length first: most paragraphs are too long to be a mark, and no call)
+            if kind in _PARAGRAPH_KINDS and end - start <= MAX_MARK and is_mark(text, start, end):
                 mark_parents[id(top)] = top
         stack.append(node)
     if doc.prose:
