@@ -10,10 +10,12 @@ It also checks linear growth: the corpus doubled and tripled (documents concaten
 take about 2x and 3x the time.
 
     python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
-        [--table-rows row,grouped,auto] [--formats text,markdown]
+        [--table-rows row,grouped,auto] [--formats text,markdown] [--per-document]
 
 `--table-rows`: one chunkwise column per table-rows policy (`Chunker(table_rows=...)`),
-named `chunkwise` for the default's and `cw-POLICY` for the others'.
+named `chunkwise` for the default's and `cw-POLICY` for the others'. `--per-document`: each
+document's ratios too (and its reference time), under its format's line, and which chunkwise
+is measured (its folder: run this script with another checkout's Python to time that one).
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -57,6 +59,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--table-rows", default="", help="policies to time, comma-separated")
     ap.add_argument("--formats", default="text,markdown")
+    ap.add_argument("--per-document", action="store_true",
+                    help="print each document's ratios, not only their median")
     args = ap.parse_args()
     enc = tiktoken_encoding("cl100k_base")
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
@@ -65,6 +69,10 @@ def main() -> None:
                                  table_rows=p).chunk_text
               for p in filter(None, args.table_rows.split(",")) if p != default}
     others.update(competitors(enc, args.max_tokens))
+    if args.per_document:
+        import chunkwise
+
+        print(f"chunkwise from {Path(chunkwise.__file__).parent}")
     print(f"median time / one tiktoken pass, per document ({args.runs} runs each)")
     print(f"{'format':10} {'docs':>5} {'MB':>6} {'chunkwise':>10} " + " ".join(f"{k:>10}" for k in others))
     exts = {"text": "txt", "markdown": "md"}
@@ -72,7 +80,7 @@ def main() -> None:
         ext = exts[fmt]
         files = sorted((args.corpus / fmt).glob(f"*.{ext}"))
         ratios: dict[str, list[float]] = {"chunkwise": [], **{k: [] for k in others}}
-        size = 0
+        size, lines = 0, []
         for f in files:
             data = f.read_bytes()
             text = data.decode("utf-8", "replace")
@@ -85,8 +93,12 @@ def main() -> None:
                 call = (lambda: fn(text, format=fmt)) if name.startswith("cw-") else \
                     (lambda: fn(text))
                 ratios[name].append(timed(call, args.runs, collect="once") / ref)
+            lines.append(f"  {f.stem[:26]:26} ref {ref * 1e3:7.2f} ms " +
+                         " ".join(f"{v[-1]:>9.3f}x" for v in ratios.values()))
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
         print(f"{fmt:10} {len(files):>5} {size / 1e6:>6.2f} {cells}")
+        if args.per_document:
+            print("\n".join(lines))
     if "text" not in args.formats.split(","):
         return
     # linear growth: whole corpus text once, twice, three times
