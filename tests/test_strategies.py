@@ -713,11 +713,27 @@ def _plain_cuts(text: str, start: int, end: int) -> list[int]:
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.text(alphabet=_SPLITTER_ALPHABET, max_size=60), st.data())
+@given(st.text(alphabet=".!?\"')]…。 \n\tab", max_size=40), st.data())
+def test_ascii_terminator_patterns_find_the_matches_of_the_one_pattern(text, data):
+    """On ASCII text the splitter finds terminators with one literal-led pattern per
+    terminator; on any range of any text, `_terminators` gives the spans `_END` gives."""
+    from chunkwise.text import sentences
+
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert (sorted(sentences._terminators(text, start, end))
+            == [m.span() for m in sentences._END.finditer(text, start, end)])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.text(alphabet=_SPLITTER_ALPHABET, max_size=60),
+                 st.text(alphabet=_SPLITTER_ALPHABET.encode("ascii", "ignore").decode(),
+                         max_size=60)),
+       st.data())
 def test_sentence_cuts_match_the_plain_splitter(text, data):
     """The splitter's fast paths (the walk back for the word before a dot, no heading
-    pattern without a `#`, one sort) change no cut: on any range of any text, the cuts of
-    the plain splitter."""
+    pattern without a `#`, the patterns for ASCII text, one sort) change no cut: on any
+    range of any text (ASCII or not), the cuts of the plain splitter."""
     from chunkwise.text import sentences
 
     start = data.draw(st.integers(0, len(text)))

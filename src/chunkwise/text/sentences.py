@@ -25,6 +25,12 @@ import re
 #: then skips ahead to the next terminator instead of trying both branches at every
 #: character): five times faster, the same matches (tested against the plain pattern).
 _END = re.compile(r"[.!?…。！？](?:(?<=[.!?…])[.!?…]*[\"'”’»)\]]*(?=\s)|(?<=[。！？])[。！？]*[」』”’)\]]*)")
+#: `_END` on ASCII text, where it can only match runs of `[.!?]`: one pattern per terminator,
+#: each starting with a literal, which the regex engine finds as `str.find` would, instead of
+#: testing a class at every character (half the time on a book). A match starts a run of
+#: terminators (the lookbehind), as `_END`'s do: its attempt at a run's first character
+#: stands for the whole run (see `_terminators`).
+_ASCII_ENDS = tuple(re.compile(rf"\{c}(?<![.!?]\{c})[.!?]*[\"')\]]*(?=\s)") for c in ".!?")
 #: hard breaks: a blank line, the end of a Markdown heading line, a newline before a list
 #: item, heading, quote, table row or code fence. One plain pattern would say it, but with
 #: `^` tried at every character; three patterns that each start with a literal `\n` or are
@@ -85,8 +91,7 @@ def _cuts(text: str, start: int, end: int) -> list[int]:
     """`sentence_cuts`, without its shortcut."""
     cuts = hard_breaks(text, start, end)
     add = cuts.add
-    for m in _END.finditer(text, start, end):
-        t0, t1 = m.span()
+    for t0, t1 in _terminators(text, start, end):
         if _ends_sentence(text, t0, t1, end):
             add(t1)
     # Every cut is past `start` (each match takes a character); only one can be `end`.
@@ -94,6 +99,22 @@ def _cuts(text: str, start: int, end: int) -> list[int]:
     if out and out[-1] >= end:
         out.pop()
     return out
+
+
+def _terminators(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of `_END`'s matches in `text[start:end]`, in any order."""
+    if not text.isascii():  # a flag of the string: no pass over it
+        return [m.span() for m in _END.finditer(text, start, end)]
+    spans = []
+    if 0 < start < end and text[start - 1] in ".!?" and text[start] in ".!?":
+        # a run that `start` cuts: `_END` tries it from `start`; the lookbehind, which sees
+        # the run's head before `start`, would not
+        head = _END.match(text, start, end)
+        if head is not None:
+            spans.append(head.span())
+    for pattern in _ASCII_ENDS:
+        spans += [m.span() for m in pattern.finditer(text, start, end)]
+    return spans
 
 
 def hard_breaks(text: str, start: int, end: int) -> set[int]:
