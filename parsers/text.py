@@ -62,7 +62,9 @@ def _classify(text: str, blocks: list[tuple[int, int]], top: tuple[str, ...]
     while i < len(blocks):
         start, end = blocks[i]
         i += 1
-        title = _heading(text, start, end)
+        # a heading starts as a chapter line does or ends as an underline does (`_heading`)
+        title = _heading(text, start, end) \
+            if text[start] in "CBPS" or text[end - 1] in "=-~" else None
         if not title:
             paragraphs.append((start, end, path))
             continue
