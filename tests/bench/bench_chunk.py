@@ -10,12 +10,14 @@ It also checks linear growth: the corpus doubled and tripled (documents concaten
 take about 2x and 3x the time.
 
     python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
-        [--table-rows row,grouped,auto] [--formats text,markdown] [--per-document]
+        [--table-rows row,grouped,auto] [--formats text,markdown] [--per-document] [--cpu]
 
 `--table-rows`: one chunkwise column per table-rows policy (`Chunker(table_rows=...)`),
 named `chunkwise` for the default's and `cw-POLICY` for the others'. `--per-document`: each
 document's ratios too (and its reference time), under its format's line, and which chunkwise
 is measured (its folder: run this script with another checkout's Python to time that one).
+`--cpu`: this process's CPU time (`time.process_time`) instead of wall time, for both the
+reference and the chunkers: on a shared machine, what other processes take is not counted.
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from pathlib import Path
 
 from chunkwise import Chunker
@@ -61,7 +64,9 @@ def main() -> None:
     ap.add_argument("--formats", default="text,markdown")
     ap.add_argument("--per-document", action="store_true",
                     help="print each document's ratios, not only their median")
+    ap.add_argument("--cpu", action="store_true", help="time CPU, not wall, time")
     args = ap.parse_args()
+    clock = time.process_time if args.cpu else time.perf_counter
     enc = tiktoken_encoding("cl100k_base")
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
     default = chunker.table_rows
@@ -85,14 +90,14 @@ def main() -> None:
             data = f.read_bytes()
             text = data.decode("utf-8", "replace")
             size += len(data)
-            ref = timed(lambda: enc.encode_ordinary(text), args.runs, collect="once")
+            ref = timed(lambda: enc.encode_ordinary(text), args.runs, collect="once", clock=clock)
             ratios["chunkwise"].append(
                 timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs,
-                      collect="once") / ref)
+                      collect="once", clock=clock) / ref)
             for name, fn in others.items():
                 call = (lambda: fn(text, format=fmt)) if name.startswith("cw-") else \
                     (lambda: fn(text))
-                ratios[name].append(timed(call, args.runs, collect="once") / ref)
+                ratios[name].append(timed(call, args.runs, collect="once", clock=clock) / ref)
             lines.append(f"  {f.stem[:26]:26} ref {ref * 1e3:7.2f} ms " +
                          " ".join(f"{v[-1]:>9.3f}x" for v in ratios.values()))
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
@@ -104,10 +109,10 @@ def main() -> None:
     # linear growth: whole corpus text once, twice, three times
     files = sorted((args.corpus / "text").glob("*.txt"))
     base = "\n\n".join(f.read_text("utf-8", "replace") for f in files)
-    t1 = timed(lambda: chunker.chunk_text(base), 3, collect="once")
+    t1 = timed(lambda: chunker.chunk_text(base), 3, collect="once", clock=clock)
     for k in (2, 3):
         big = "\n\n".join([base] * k)
-        tk = timed(lambda: chunker.chunk_text(big), 3, collect="once")
+        tk = timed(lambda: chunker.chunk_text(big), 3, collect="once", clock=clock)
         print(f"linear growth: {k}x the text takes {tk / t1:.2f}x the time")
 
 
