@@ -131,14 +131,12 @@ def test_stray_nuls_past_the_first_8_kb_and_utf16_are_text():
     assert not looks_binary(utf16) and decode(utf16, "u.txt")[0].endswith("plain text\n")
 
 
-@settings(max_examples=1000, deadline=None)
-@given(st.text(alphabet="\r\n a\u2028", max_size=40), st.booleans())
-def test_normalize_newlines_is_the_two_replaces(text, long):
-    """`normalize_newlines` splits and joins a text of up to `_SPLIT_JOIN_MAX` characters
-    (replaces a longer one): on any text, what the two plain replaces ("\\r\\n" first, then
-    lone "\\r") give."""
-    from chunkwise.text import textio
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="\r\n a\u00e9\u2028\ud800\U0001f600", max_size=40))
+def test_normalize_newlines_is_the_two_replaces(text):
+    """`normalize_newlines` runs the universal-newline decoder: on any text (a CR at its end,
+    CR CR LF, characters of one, two and four bytes, a lone surrogate), what the two plain
+    replaces ("\\r\\n" first, then lone "\\r") give."""
+    from chunkwise.text.textio import normalize_newlines
 
-    if long:  # the same text past the bound (at its end, so that both ways meet it)
-        text = "x" * textio._SPLIT_JOIN_MAX + text
-    assert textio.normalize_newlines(text) == text.replace("\r\n", "\n").replace("\r", "\n")
+    assert normalize_newlines(text) == text.replace("\r\n", "\n").replace("\r", "\n")
