@@ -43,3 +43,18 @@ def timed(fn: Callable[[], Any], runs: int, *, warm: bool = False,
           collect: str = "never", clock: Callable[[], float] = time.perf_counter) -> float:
     """Median wall (or `clock`) time of `runs` calls of `fn` (see `timed_result`)."""
     return timed_result(fn, runs, warm=warm, collect=collect, clock=clock)[0]
+
+
+def timed_interleaved(fns: list[Callable[[], Any]], runs: int, *,
+                      clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """The median time of each of `fns` over `runs` rounds that call each once, in turn
+    (after one garbage collection): a machine that slows down for a while slows every
+    contender alike, where `timed` would bill it to the one running then."""
+    gc.collect()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, spent in zip(fns, times):
+            t = clock()
+            fn()
+            spent.append(clock() - t)
+    return [statistics.median(spent) for spent in times]

@@ -11,6 +11,7 @@ take about 2x and 3x the time.
 
     python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
         [--table-rows row,grouped,auto] [--formats text,markdown] [--per-document] [--cpu]
+        [--interleave]
 
 `--table-rows`: one chunkwise column per table-rows policy (`Chunker(table_rows=...)`),
 named `chunkwise` for the default's and `cw-POLICY` for the others'. `--per-document`: each
@@ -18,6 +19,8 @@ document's ratios too (and its reference time), under its format's line, and whi
 is measured (its folder: run this script with another checkout's Python to time that one).
 `--cpu`: this process's CPU time (`time.process_time`) instead of wall time, for both the
 reference and the chunkers: on a shared machine, what other processes take is not counted.
+`--interleave`: per document, `--runs` rounds that each call the reference and every chunker
+once, in turn (a slow spell of the machine then slows them alike); the medians as before.
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -30,7 +33,7 @@ from pathlib import Path
 
 from chunkwise import Chunker
 from chunkwise.sizing.sizers import tiktoken_encoding
-from _timing import timed  # tests/bench/_timing.py
+from _timing import timed, timed_interleaved  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,6 +68,8 @@ def main() -> None:
     ap.add_argument("--per-document", action="store_true",
                     help="print each document's ratios, not only their median")
     ap.add_argument("--cpu", action="store_true", help="time CPU, not wall, time")
+    ap.add_argument("--interleave", action="store_true",
+                    help="call the reference and the chunkers in turn, run after run")
     args = ap.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
     enc = tiktoken_encoding("cl100k_base")
@@ -90,14 +95,18 @@ def main() -> None:
             data = f.read_bytes()
             text = data.decode("utf-8", "replace")
             size += len(data)
-            ref = timed(lambda: enc.encode_ordinary(text), args.runs, collect="once", clock=clock)
-            ratios["chunkwise"].append(
-                timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs,
-                      collect="once", clock=clock) / ref)
+            calls = [lambda: enc.encode_ordinary(text),
+                     lambda: chunker.chunk_bytes(data, source=str(f), format=fmt)]
             for name, fn in others.items():
-                call = (lambda: fn(text, format=fmt)) if name.startswith("cw-") else \
-                    (lambda: fn(text))
-                ratios[name].append(timed(call, args.runs, collect="once", clock=clock) / ref)
+                calls.append((lambda fn=fn: fn(text, format=fmt)) if name.startswith("cw-")
+                             else (lambda fn=fn: fn(text)))
+            if args.interleave:
+                ref, *spent = timed_interleaved(calls, args.runs, clock=clock)
+            else:
+                ref, *spent = [timed(call, args.runs, collect="once", clock=clock)
+                               for call in calls]
+            for name, seconds in zip(ratios, spent):
+                ratios[name].append(seconds / ref)
             lines.append(f"  {f.stem[:26]:26} ref {ref * 1e3:7.2f} ms " +
                          " ".join(f"{v[-1]:>9.3f}x" for v in ratios.values()))
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
