@@ -31,20 +31,16 @@ _LEVEL_HEADING, _LEVEL_PARAGRAPH = 100, 10
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:
     text, warnings = decode(data, source)
-    heads, paragraphs = _classify(text, _blocks(text))
     title = _title(source)
     top = (title,) if title else ()
-    # A heading section runs to the next heading; the paragraphs under it carry its path.
-    sections: list[Section] = []
+    heads, paragraphs = _classify(text, _blocks(text), top)
+    # A heading section runs to the next heading; the paragraphs under it carry its path
+    # (the same tuple: the heading bounds check looks at each path object once).
     bounds = [h[0] for h in heads] + [len(text)]
-    for (start, heading), end in zip(heads, bounds[1:]):
-        sections.append(Section(start, end, _LEVEL_HEADING, "section", (*top, heading)))
-    k = -1  # the last heading before the paragraph (both lists are in document order)
-    for start, end in paragraphs:
-        while k + 1 < len(heads) and heads[k + 1][0] <= start:
-            k += 1
-        path = (*top, heads[k][1]) if k >= 0 else top
-        sections.append(Section(start, end, _LEVEL_PARAGRAPH, "paragraph", path))
+    sections = [Section(start, end, _LEVEL_HEADING, "section", path)
+                for (start, path), end in zip(heads, bounds[1:])]
+    sections += [Section(start, end, _LEVEL_PARAGRAPH, "paragraph", path)
+                 for start, end, path in paragraphs]
     return ParsedDocument(source=source, format="text", text=text, sections=tuple(sections),
                           title=title, warnings=tuple(warnings), prose=True)
 
@@ -55,37 +51,48 @@ def _title(source: str) -> str:
     return path.stem if path.suffix else ""
 
 
-def _classify(text: str, blocks: list[tuple[int, int]]
-              ) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
-    """Split blocks into headings (start, title) and paragraphs (start, end)."""
-    heads: list[tuple[int, str]] = []
-    paragraphs: list[tuple[int, int]] = []
+def _classify(text: str, blocks: list[tuple[int, int]], top: tuple[str, ...]
+              ) -> tuple[list[tuple[int, tuple[str, ...]]], list[tuple[int, int, tuple[str, ...]]]]:
+    """Split blocks into headings (start, path) and paragraphs (start, end, path), where a
+    path is `top` and the title of the last heading before (one tuple per heading)."""
+    heads: list[tuple[int, tuple[str, ...]]] = []
+    paragraphs: list[tuple[int, int, tuple[str, ...]]] = []
+    path = top
     i = 0
     while i < len(blocks):
         start, end = blocks[i]
-        title = _heading(text, start, end)
-        if title and i + 1 < len(blocks) and _is_chapter(text, start, end):
-            s2, e2 = blocks[i + 1]  # a one-line subtitle right after a chapter line
+        i += 1
+        # a heading starts as a chapter line does or ends as an underline does (`_heading`)
+        title = _heading(text, start, end) \
+            if text[start] in "CBPS" or text[end - 1] in "=-~" else None
+        if not title:
+            paragraphs.append((start, end, path))
+            continue
+        if i < len(blocks) and _is_chapter(text, start, end):
+            s2, e2 = blocks[i]  # a one-line subtitle right after a chapter line
             sub = text[s2:e2]
             if "\n" not in sub and len(sub) <= 60 and not sub.endswith((".", ",", ";")):
                 title = f"{title}: {sub}"
                 i += 1
-        if title:
-            heads.append((start, title))
-        else:
-            paragraphs.append((start, end))
-        i += 1
+        path = (*top, title)
+        heads.append((start, path))
     return heads, paragraphs
 
 
 def _blocks(text: str) -> list[tuple[int, int]]:
     """Spans of the non-blank paragraphs, whitespace-trimmed at both ends."""
-    out: list[tuple[int, int]] = []
-    pos = 0
+    bounds = [0]
     for m in _PARAGRAPH_BREAK.finditer(text):
-        _append_trimmed(out, text, pos, m.start())
-        pos = m.end()
-    _append_trimmed(out, text, pos, len(text))
+        bounds += m.span()
+    bounds.append(len(text))
+    out: list[tuple[int, int]] = []
+    for start, end in zip(bounds[::2], bounds[1::2]):
+        # A break takes all the whitespace after it, so a block mostly starts and ends
+        # with a character that is not: it is its own trimmed span.
+        if start < end and not text[start].isspace() and not text[end - 1].isspace():
+            out.append((start, end))
+        else:
+            _append_trimmed(out, text, start, end)
     return out
 
 
@@ -103,12 +110,16 @@ def _is_chapter(text: str, start: int, end: int) -> bool:
 
 def _heading(text: str, start: int, end: int) -> str | None:
     """The title if the (trimmed) block is a heading: a chapter line, or an underlined
-    line. Only one- and two-line blocks qualify, so others are not even sliced."""
-    newlines = text.count("\n", start, end)
-    if newlines == 0 and end - start <= 80 and _CHAPTER.fullmatch(text, start, end):
-        return " ".join(text[start:end].split())
-    if newlines == 1:
-        title, rule = (line.strip() for line in text[start:end].split("\n"))
+    line. Only a line that starts as a chapter word does (C, B, P, S), or a two-line block
+    whose last character can end an underline (the block is trimmed: it is the rule's
+    last), is sliced and matched; a paragraph costs one `find`."""
+    newline = text.find("\n", start, end)
+    if newline < 0:
+        if end - start <= 80 and text[start] in "CBPS" and _CHAPTER.fullmatch(text, start, end):
+            return " ".join(text[start:end].split())
+        return None
+    if text[end - 1] in "=-~" and text.find("\n", newline + 1, end) < 0:
+        title, rule = text[start:newline].strip(), text[newline + 1:end].strip()
         if title and _UNDERLINE.fullmatch(rule) and abs(len(rule) - len(title)) <= 2:
             return title
     return None

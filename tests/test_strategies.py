@@ -631,6 +631,147 @@ def test_hard_breaks_match_the_plain_pattern(text, data):
     assert sentences.hard_breaks(text, start, end) == plain
 
 
+#: what the splitter's fast paths must agree with: letters (an abbreviation, an acronym, an
+#: initial, lower case), digits, terminators, closers and openers, `#` (heading lines), and
+#: whitespace of every kind `\s` and `str.isspace` know (newline, tab, U+00A0, U+2003, U+001C)
+_SPLITTER_ALPHABET = "aeAE.!?…。\"'”)(« \n\t\u00a0\u2003\x1c#-19"
+
+
+def test_regex_whitespace_is_str_isspace():
+    """The splitter's hand-written walks test `str.isspace` where its patterns say `\\s`:
+    the two agree on every code point."""
+    import re
+
+    space = re.compile(r"\s")
+    assert [c for c in range(0x110000) if bool(space.match(chr(c))) != chr(c).isspace()] == []
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=_SPLITTER_ALPHABET, max_size=30), st.data())
+def test_word_before_matches_the_plain_pattern(text, data):
+    """`_word_before` walks back where the splitter used to search `\\S+$` (at every
+    position of the window): on any window of any text, the same span."""
+    import re
+
+    from chunkwise.text import sentences
+
+    plain = re.compile(r"\S+$")
+    t0 = data.draw(st.integers(0, len(text)))
+    lo = data.draw(st.integers(0, t0))
+    m = plain.search(text, lo, t0)
+    assert sentences._word_before(text, lo, t0) == (m.span() if m else (t0, t0))
+
+
+def _plain_cuts(text: str, start: int, end: int) -> list[int]:
+    """The sentence splitter's cuts as it computed them before its fast paths (a regex search
+    for the word before a dot, every heading pattern run, a filtered sort): the reference."""
+    import re
+
+    from chunkwise.text import sentences as s
+
+    word_before = re.compile(r"\S+$")
+
+    def ends_sentence(t0: int, t1: int) -> bool:
+        nxt = t1
+        while nxt < end and text[nxt].isspace():
+            nxt += 1
+        if nxt >= end:
+            return True
+        following = text[nxt]
+        if following in s._OPENERS and nxt + 1 < end:
+            following = text[nxt + 1]
+        if following.islower():
+            return False
+        if text[t0] != "." or (t1 - t0 > 1 and text[t0 + 1] == "."):
+            return True
+        m = word_before.search(text, max(0, t0 - 40), t0)
+        word = m.group().lstrip(s._OPENERS) if m else ""
+        if not word:
+            return True
+        if word.lower() in s.ABBREVIATIONS or s._ACRONYM.fullmatch(word + "."):
+            return False
+        if word.lower() in s.NUMBER_ABBREVIATIONS and (text[nxt].isdigit()
+                                                        or text[nxt] in "(["):
+            return False
+        if len(word) == 1 and word.isupper():
+            return False
+        if word.isdigit() and len(word) <= 3:
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if not text[line_start:m.start()].strip():
+                return False
+        return True
+
+    cuts = {m.end() for m in s._BREAK.finditer(text, start, end)}
+    cuts.update(m.end() for m in s._HEADING_AFTER_NEWLINE.finditer(text, start, end))
+    if start < min(end, len(text)) and (start == 0 or text[start - 1] == "\n"):
+        head = s._HEADING_HERE.match(text, start, end)
+        if head:
+            cuts.add(head.end())
+    cuts.update(m.end() for m in s._END.finditer(text, start, end)
+                if ends_sentence(m.start(), m.end()))
+    return sorted(c for c in cuts if start < c < end)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=".!?\"')]…。 \n\tab", max_size=40), st.data())
+def test_ascii_terminator_patterns_find_the_matches_of_the_one_pattern(text, data):
+    """On ASCII text the splitter finds terminators with one literal-led pattern per
+    terminator; on any range of any text, `_terminators` gives the spans `_END` gives."""
+    from chunkwise.text import sentences
+
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert (sorted(sentences._terminators(text, start, end))
+            == [m.span() for m in sentences._END.finditer(text, start, end)])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.text(alphabet=_SPLITTER_ALPHABET, max_size=60),
+                 st.text(alphabet=_SPLITTER_ALPHABET.encode("ascii", "ignore").decode(),
+                         max_size=60)),
+       st.data())
+def test_sentence_cuts_match_the_plain_splitter(text, data):
+    """The splitter's fast paths (the walk back for the word before a dot, no heading
+    pattern without a `#`, the patterns for ASCII text, one sort) change no cut: on any
+    range of any text (ASCII or not), the cuts of the plain splitter."""
+    from chunkwise.text import sentences
+
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert sentences._cuts(text, start, end) == _plain_cuts(text, start, end)
+
+
+@pytest.mark.parametrize("words", [
+    "Mr. Smith met Dr. Jones at 5 p.m. Then the U.S. Army came. J. R. R. Tolkien wrote it.",
+    "See Fig. 3 and No. 4 here. It was approx. five. 1. First\n2. Second. End of it.",
+    "\"Wow!\" he said. She left... Then? Yes. e.g. This one. word\n. Next",
+])
+def test_sentence_cuts_match_the_plain_splitter_on_prose(words):
+    """The same on sentences written to reach every rule."""
+    from chunkwise.text import sentences
+
+    assert sentences._cuts(words, 0, len(words)) == _plain_cuts(words, 0, len(words))
+
+
+def test_sentence_cuts_match_the_plain_splitter_on_real_documents():
+    """The same on whole real documents: the prose fixtures, and the shared corpus's books
+    where it is present."""
+    from chunkwise.text import sentences
+    from chunkwise.text.textio import decode
+
+    from conftest import CORPUS
+
+    paths = [p for p in FIXTURE_FILES if p.suffix in (".md", ".txt", ".rst")]
+    if (CORPUS / "text").is_dir():
+        paths += sorted((CORPUS / "text").glob("*.txt"))
+    assert len(paths) >= 3
+    for path in paths:
+        text, _ = decode(path.read_bytes(), str(path))
+        cuts = sentences._cuts(text, 0, len(text))
+        assert cuts == _plain_cuts(text, 0, len(text)), path.name
+        assert len(cuts) > 5, path.name
+
+
 # -- long spans: packed a window at a time --------------------------------------------------
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32), st.sampled_from(["minilm", "cl100k_base", "chars"]),

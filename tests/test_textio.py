@@ -129,3 +129,14 @@ def test_stray_nuls_past_the_first_8_kb_and_utf16_are_text():
     assert looks_binary(b"a\x00b\n" + text)  # ... but a NUL in the first 8 KB is binary
     utf16 = ("é" * 10 + "plain text\n" * 3000).encode("utf-16")
     assert not looks_binary(utf16) and decode(utf16, "u.txt")[0].endswith("plain text\n")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="\r\n a\u00e9\u2028\ud800\U0001f600", max_size=40))
+def test_normalize_newlines_is_the_two_replaces(text):
+    """`normalize_newlines` runs the universal-newline decoder: on any text (a CR at its end,
+    CR CR LF, characters of one, two and four bytes, a lone surrogate), what the two plain
+    replaces ("\\r\\n" first, then lone "\\r") give."""
+    from chunkwise.text.textio import normalize_newlines
+
+    assert normalize_newlines(text) == text.replace("\r\n", "\n").replace("\r", "\n")

@@ -10,10 +10,17 @@ It also checks linear growth: the corpus doubled and tripled (documents concaten
 take about 2x and 3x the time.
 
     python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
-        [--table-rows row,grouped,auto] [--formats text,markdown]
+        [--table-rows row,grouped,auto] [--formats text,markdown] [--per-document] [--cpu]
+        [--interleave]
 
 `--table-rows`: one chunkwise column per table-rows policy (`Chunker(table_rows=...)`),
-named `chunkwise` for the default's and `cw-POLICY` for the others'.
+named `chunkwise` for the default's and `cw-POLICY` for the others'. `--per-document`: each
+document's ratios too (and its reference time), under its format's line, and which chunkwise
+is measured (its folder: run this script with another checkout's Python to time that one).
+`--cpu`: this process's CPU time (`time.process_time`) instead of wall time, for both the
+reference and the chunkers: on a shared machine, what other processes take is not counted.
+`--interleave`: per document, `--runs` rounds that each call the reference and every chunker
+once, in turn (a slow spell of the machine then slows them alike); the medians as before.
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -21,11 +28,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from pathlib import Path
 
 from chunkwise import Chunker
 from chunkwise.sizing.sizers import tiktoken_encoding
-from _timing import timed  # tests/bench/_timing.py
+from _timing import timed, timed_interleaved  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +65,13 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--table-rows", default="", help="policies to time, comma-separated")
     ap.add_argument("--formats", default="text,markdown")
+    ap.add_argument("--per-document", action="store_true",
+                    help="print each document's ratios, not only their median")
+    ap.add_argument("--cpu", action="store_true", help="time CPU, not wall, time")
+    ap.add_argument("--interleave", action="store_true",
+                    help="call the reference and the chunkers in turn, run after run")
     args = ap.parse_args()
+    clock = time.process_time if args.cpu else time.perf_counter
     enc = tiktoken_encoding("cl100k_base")
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
     default = chunker.table_rows
@@ -65,6 +79,10 @@ def main() -> None:
                                  table_rows=p).chunk_text
               for p in filter(None, args.table_rows.split(",")) if p != default}
     others.update(competitors(enc, args.max_tokens))
+    if args.per_document:
+        import chunkwise
+
+        print(f"chunkwise from {Path(chunkwise.__file__).parent}")
     print(f"median time / one tiktoken pass, per document ({args.runs} runs each)")
     print(f"{'format':10} {'docs':>5} {'MB':>6} {'chunkwise':>10} " + " ".join(f"{k:>10}" for k in others))
     exts = {"text": "txt", "markdown": "md"}
@@ -72,30 +90,38 @@ def main() -> None:
         ext = exts[fmt]
         files = sorted((args.corpus / fmt).glob(f"*.{ext}"))
         ratios: dict[str, list[float]] = {"chunkwise": [], **{k: [] for k in others}}
-        size = 0
+        size, lines = 0, []
         for f in files:
             data = f.read_bytes()
             text = data.decode("utf-8", "replace")
             size += len(data)
-            ref = timed(lambda: enc.encode_ordinary(text), args.runs, collect="once")
-            ratios["chunkwise"].append(
-                timed(lambda: chunker.chunk_bytes(data, source=str(f), format=fmt), args.runs,
-                      collect="once") / ref)
+            calls = [lambda: enc.encode_ordinary(text),
+                     lambda: chunker.chunk_bytes(data, source=str(f), format=fmt)]
             for name, fn in others.items():
-                call = (lambda: fn(text, format=fmt)) if name.startswith("cw-") else \
-                    (lambda: fn(text))
-                ratios[name].append(timed(call, args.runs, collect="once") / ref)
+                calls.append((lambda fn=fn: fn(text, format=fmt)) if name.startswith("cw-")
+                             else (lambda fn=fn: fn(text)))
+            if args.interleave:
+                ref, *spent = timed_interleaved(calls, args.runs, clock=clock)
+            else:
+                ref, *spent = [timed(call, args.runs, collect="once", clock=clock)
+                               for call in calls]
+            for name, seconds in zip(ratios, spent):
+                ratios[name].append(seconds / ref)
+            lines.append(f"  {f.stem[:26]:26} ref {ref * 1e3:7.2f} ms " +
+                         " ".join(f"{v[-1]:>9.3f}x" for v in ratios.values()))
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
         print(f"{fmt:10} {len(files):>5} {size / 1e6:>6.2f} {cells}")
+        if args.per_document:
+            print("\n".join(lines))
     if "text" not in args.formats.split(","):
         return
     # linear growth: whole corpus text once, twice, three times
     files = sorted((args.corpus / "text").glob("*.txt"))
     base = "\n\n".join(f.read_text("utf-8", "replace") for f in files)
-    t1 = timed(lambda: chunker.chunk_text(base), 3, collect="once")
+    t1 = timed(lambda: chunker.chunk_text(base), 3, collect="once", clock=clock)
     for k in (2, 3):
         big = "\n\n".join([base] * k)
-        tk = timed(lambda: chunker.chunk_text(big), 3, collect="once")
+        tk = timed(lambda: chunker.chunk_text(big), 3, collect="once", clock=clock)
         print(f"linear growth: {k}x the text takes {tk / t1:.2f}x the time")
 
 

@@ -25,19 +25,27 @@ import re
 #: then skips ahead to the next terminator instead of trying both branches at every
 #: character): five times faster, the same matches (tested against the plain pattern).
 _END = re.compile(r"[.!?…。！？](?:(?<=[.!?…])[.!?…]*[\"'”’»)\]]*(?=\s)|(?<=[。！？])[。！？]*[」』”’)\]]*)")
+#: `_END` on ASCII text, where it can only match runs of `[.!?]`: one pattern per terminator,
+#: each starting with a literal, which the regex engine finds as `str.find` would, instead of
+#: testing a class at every character (half the time on a book). A match starts a run of
+#: terminators (the lookbehind), as `_END`'s do: its attempt at a run's first character
+#: stands for the whole run (see `_terminators`).
+_ASCII_ENDS = tuple(re.compile(rf"\{c}(?<![.!?]\{c})[.!?]*[\"')\]]*(?=\s)") for c in ".!?")
 #: hard breaks: a blank line, the end of a Markdown heading line, a newline before a list
 #: item, heading, quote, table row or code fence. One plain pattern would say it, but with
 #: `^` tried at every character; three patterns that each start with a literal `\n` or are
 #: anchored let the regex engine jump from newline to newline: six times faster on prose,
 #: the same cuts (a test checks them against the plain pattern). A heading match never
 #: holds a newline and never starts inside a blank-line match, so the three searches cannot
-#: hide a match from each other.
-_BREAK = re.compile(r"\n(?:[ \t]*\n|(?=[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```|~~~)))")
+#: hide a match from each other. The first lookahead, which every match passes, turns away
+#: a newline before a letter (most of them) with one class test, not eight alternatives:
+#: half the time on verse.
+_BREAK = re.compile(r"\n(?=[ \t]*[\n\-*+•\d#>|`~])"
+                    r"(?:[ \t]*\n|(?=[ \t]*(?:[-*+•][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\||```|~~~)))")
 _HEADING_AFTER_NEWLINE = re.compile(r"\n[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.M)
 _HEADING_HERE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t][^\n]*)?$", re.M)
 #: a character without which a span has no cut: a newline or a terminator (see `_END`)
 _MAY_CUT = re.compile(r"[\n.!?…。！？]")
-_WORD_BEFORE = re.compile(r"\S+$")
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.){2,}")
 _OPENERS = "\"'“‘«([{"
 #: lower-case, without the final dot; `.`-joined forms (e.g, i.e) are matched as written
@@ -82,15 +90,38 @@ def sentence_cuts(text: str, start: int, end: int) -> list[int]:
 def _cuts(text: str, start: int, end: int) -> list[int]:
     """`sentence_cuts`, without its shortcut."""
     cuts = hard_breaks(text, start, end)
-    for m in _END.finditer(text, start, end):
-        if _ends_sentence(text, m.start(), m.end(), end):
-            cuts.add(m.end())
-    return sorted(c for c in cuts if start < c < end)
+    add = cuts.add
+    for t0, t1 in _terminators(text, start, end):
+        if _ends_sentence(text, t0, t1, end):
+            add(t1)
+    # Every cut is past `start` (each match takes a character); only one can be `end`.
+    out = sorted(cuts)
+    if out and out[-1] >= end:
+        out.pop()
+    return out
+
+
+def _terminators(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of `_END`'s matches in `text[start:end]`, in any order."""
+    if not text.isascii():  # a flag of the string: no pass over it
+        return [m.span() for m in _END.finditer(text, start, end)]
+    spans = []
+    if 0 < start < end and text[start - 1] in ".!?" and text[start] in ".!?":
+        # a run that `start` cuts: `_END` tries it from `start`; the lookbehind, which sees
+        # the run's head before `start`, would not
+        head = _END.match(text, start, end)
+        if head is not None:
+            spans.append(head.span())
+    for pattern in _ASCII_ENDS:
+        spans += [m.span() for m in pattern.finditer(text, start, end)]
+    return spans
 
 
 def hard_breaks(text: str, start: int, end: int) -> set[int]:
     """Offsets just after each hard break in `text[start:end]` (see `_BREAK`)."""
     cuts = {m.end() for m in _BREAK.finditer(text, start, end)}
+    if text.find("#", start, end) < 0:
+        return cuts  # no heading line without a `#` (one C-level scan, not a regex pass)
     cuts.update(m.end() for m in _HEADING_AFTER_NEWLINE.finditer(text, start, end))
     if start < min(end, len(text)) and (start == 0 or text[start - 1] == "\n"):
         # a heading line at `start` itself (where `^` would match)
@@ -114,18 +145,38 @@ def _ends_sentence(text: str, t0: int, t1: int, end: int) -> bool:
         return False
     if text[t0] != "." or (t1 - t0 > 1 and text[t0 + 1] == "."):
         return True  # `!`, `?`, `…`, `...`: only the lower-case rule applies
-    m = _WORD_BEFORE.search(text, max(0, t0 - 40), t0)
-    word = m.group().lstrip(_OPENERS) if m else ""
+    w0, w1 = _word_before(text, max(0, t0 - 40), t0)
+    word = text[w0:w1].lstrip(_OPENERS)
     if not word:
         return True
-    if word.lower() in ABBREVIATIONS or _ACRONYM.fullmatch(word + "."):
+    lower = word.lower()
+    # an acronym has an inner dot: without one, `fullmatch` need not run
+    if lower in ABBREVIATIONS or ("." in word and _ACRONYM.fullmatch(word + ".")):
         return False
-    if word.lower() in NUMBER_ABBREVIATIONS and (text[nxt].isdigit() or text[nxt] in "(["):
+    if lower in NUMBER_ABBREVIATIONS and (text[nxt].isdigit() or text[nxt] in "(["):
         return False
     if len(word) == 1 and word.isupper():
         return False  # an initial
     if word.isdigit() and len(word) <= 3:
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        if not text[line_start:m.start()].strip():
+        line_start = text.rfind("\n", 0, w0) + 1
+        if not text[line_start:w0].strip():
             return False  # `1. First item`
     return True
+
+
+def _word_before(text: str, lo: int, t0: int) -> tuple[int, int]:
+    """The span of the word that ends `text[lo:t0]`: what `re.search(r"\\S+$")` matches
+    there (`pattern.search(text, lo, t0)`), `(t0, t0)` where it matches nothing. The
+    pattern is tried at every position of the window (1.4 µs a terminator, most of the
+    splitter's time on a long text); this walks back from `t0` over the characters that are
+    not whitespace, past one newline at the very end, before which `$` also matches (a test
+    checks it against the pattern)."""
+    b = t0
+    if b > lo and text[b - 1].isspace():
+        if text[b - 1] != "\n":
+            return t0, t0
+        b -= 1  # `$` matches before a newline that ends the window
+    a = b
+    while a > lo and not text[a - 1].isspace():
+        a -= 1
+    return (a, b) if a < b else (t0, t0)
