@@ -47,6 +47,11 @@ _LEVEL_CELL, _LEVEL_OUTPUT = 70, 60
 _SEPARATOR = "\n\n"
 _OUTPUT_MARK = "Output:\n"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+#: a lone surrogate: a `\udXXX` escape of the JSON that pairs with nothing (a pair is one
+#: code point once decoded); no tokenizer or model takes one
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_NOTE = ("lone surrogates (`\\udXXX` escapes that pair with nothing) replaced by "
+              "U+FFFD: no tokenizer or embedding model reads them")
 _LANGUAGE_ALIASES = {"python3": "python", "python2": "python", "ipython": "python",
                      "ipython3": "python", "py": "python",
                      # kernels' names for the languages of parsers/code.py
@@ -69,7 +74,7 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
     if code_parser is None:
         warnings[f"no parser for the notebook's language {language!r}: code cells are "
                  "cut by lines"] = []
-    cells = _cells(nb, source, outputs)
+    cells = _cells(nb, source, outputs, warnings)
     text, spans = _layout(cells)
     parts, heads, splitters = _cell_structure(cells, spans, code_parser, source, warnings)
     heads.sort()
@@ -202,9 +207,10 @@ def _language(nb: dict[str, Any]) -> str:
     return "python"
 
 
-def _cells(nb: dict[str, Any], source: str, outputs: bool
+def _cells(nb: dict[str, Any], source: str, outputs: bool, warnings: dict[str, list[int]]
            ) -> list[tuple[int, str, str, str]]:
-    """(number, type, source, outputs text) of every non-empty cell."""
+    """(number, type, source, outputs text) of every non-empty cell; a lone surrogate in
+    either becomes U+FFFD (one character for one: offsets hold), noted in `warnings`."""
     out = []
     for number, cell in enumerate(nb["cells"], 1):
         if not isinstance(cell, dict):
@@ -215,6 +221,9 @@ def _cells(nb: dict[str, Any], source: str, outputs: bool
         src = _joined(cell.get("source"), source, f"cell {number}: `source`")
         src = src.replace("\r\n", "\n").replace("\r", "\n").rstrip()
         shown = _outputs(cell, source, number) if outputs and ctype == "code" else ""
+        if _LONE_SURROGATE.search(src) or _LONE_SURROGATE.search(shown):
+            src, shown = _LONE_SURROGATE.sub("\ufffd", src), _LONE_SURROGATE.sub("\ufffd", shown)
+            warnings.setdefault(_LONE_NOTE, []).append(number)
         if src or shown:
             out.append((number, ctype, src, shown))
     return out

@@ -167,6 +167,34 @@ def test_outputs_are_left_out_by_default_and_kept_as_text_on_request():
     assert {c.format for c in chunks} == {"notebook"}
 
 
+def test_lone_surrogates_become_replacement_characters_with_a_warning():
+    """A `\\udXXX` escape that pairs with nothing decodes to a lone surrogate, which no
+    tokenizer or model takes (the default sizer raised TypeError on it, found by the fuzz
+    test): it becomes U+FFFD, one character for one, in sources and outputs alike, and the
+    warning names the cells; a pair stays the character it encodes."""
+    nb = _with_outputs()
+    cells = nb["cells"]
+    md = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown")
+    code = next(i for i, c in enumerate(cells) if c["cell_type"] == "code" and c.get("outputs"))
+    cells[md]["source"] = ["Lone \udaef here, a pair \ud83d\ude00 there.\n"]
+    cells[code]["outputs"] = [{"output_type": "stream", "name": "stdout",
+                               "text": ["bad \udc80 byte\n"]}]
+    data = json.dumps(nb).encode()  # json.dumps writes them as \\u escapes
+    assert b"\\udaef" in data and b"\\udc80" in data
+    doc = notebook.parse(data, source="s.ipynb", outputs=True)
+    assert not any("\ud800" <= ch <= "\udfff" for ch in doc.text)
+    assert "Lone \ufffd here, a pair \U0001f600 there." in doc.text
+    assert "bad \ufffd byte" in doc.text
+    notes = [w for w in doc.warnings if "lone surrogates" in w]
+    assert notes == [f"cells {md + 1}, {code + 1}: lone surrogates (`\\udXXX` escapes that "
+                     "pair with nothing) replaced by U+FFFD: no tokenizer or embedding model "
+                     "reads them"]
+    for fmt in ("notebook", "notebook-outputs"):  # the default sizer (minilm) and cl100k
+        check_contract(data, "s.ipynb", Chunker(), fmt=fmt)
+        check_contract(data, "s.ipynb", Chunker(max_tokens=64, tokenizer="cl100k_base"),
+                       fmt=fmt)
+
+
 def test_language_without_a_parser_cuts_code_cells_by_lines():
     nb = json.loads(NB.read_text())
     nb["metadata"]["kernelspec"] = {"name": "ir", "language": "R", "display_name": "R"}
