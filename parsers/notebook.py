@@ -37,7 +37,7 @@ from typing import Any
 from chunkwise.errors import ChunkwiseError, ParseError
 from chunkwise.model import ParsedDocument, Section
 from chunkwise.text.splitting import LINES, SENTENCES, WORDS
-from chunkwise.text.textio import decode
+from chunkwise.text.textio import decode, normalize_newlines
 
 from . import code as code_languages, markdown
 from .code_headers import HEADERS
@@ -219,7 +219,7 @@ def _cells(nb: dict[str, Any], source: str, outputs: bool, warnings: dict[str, l
         if ctype not in ("markdown", "code", "raw"):
             raise ParseError(source, f"cell {number}: unknown cell_type {ctype!r}")
         src = _joined(cell.get("source"), source, f"cell {number}: `source`")
-        src = src.replace("\r\n", "\n").replace("\r", "\n").rstrip()
+        src = normalize_newlines(src).rstrip()
         shown = _outputs(cell, source, number) if outputs and ctype == "code" else ""
         if _LONE_SURROGATE.search(src) or _LONE_SURROGATE.search(shown):
             src, shown = _LONE_SURROGATE.sub("\ufffd", src), _LONE_SURROGATE.sub("\ufffd", shown)
@@ -255,7 +255,7 @@ def _outputs(cell: dict[str, Any], source: str, number: int) -> str:
         elif kind == "error":
             texts.append(f"{out.get('ename', 'Error')}: {out.get('evalue', '')}")
     text = _ANSI.sub("", "\n".join(t.rstrip("\n") for t in texts))
-    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip()
+    return normalize_newlines(text).rstrip()
 
 
 def _layout(cells: list[tuple[int, str, str, str]]) -> tuple[str, list[tuple[int, int, int]]]:
