@@ -221,8 +221,9 @@ def _cells(nb: dict[str, Any], source: str, outputs: bool, warnings: dict[str, l
         src = _joined(cell.get("source"), source, f"cell {number}: `source`")
         src = normalize_newlines(src).rstrip()
         shown = _outputs(cell, source, number) if outputs and ctype == "code" else ""
-        if _LONE_SURROGATE.search(src) or _LONE_SURROGATE.search(shown):
-            src, shown = _LONE_SURROGATE.sub("\ufffd", src), _LONE_SURROGATE.sub("\ufffd", shown)
+        src, lone = _LONE_SURROGATE.subn("\ufffd", src)
+        shown, lone_shown = _LONE_SURROGATE.subn("\ufffd", shown)
+        if lone or lone_shown:
             warnings.setdefault(_LONE_NOTE, []).append(number)
         if src or shown:
             out.append((number, ctype, src, shown))
