@@ -402,9 +402,27 @@ def test_eval_question_source_missing_from_collection(fixture_db, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def assert_nearest_first(exact: list[tuple], approx: list[tuple]) -> None:
+    """`exact` (key, distance) pairs are a true nearest-first list against the approximate
+    `approx` of the same length: sorted, as near at every rank, the same distance for a key
+    both hold, and holding every key `approx` ranks nearer than exact's last."""
+    dist = [d for _, d in exact]
+    assert dist == sorted(dist)
+    assert all(e <= a + 1e-4 for e, a in zip(dist, (d for _, d in approx)))
+    mine = dict(exact)
+    for key, d in approx:
+        if key in mine:
+            assert mine[key] == pytest.approx(d, abs=1e-4), key
+        else:
+            assert d >= dist[-1] - 1e-4, (key, d, exact)
+
+
 def test_search_exact_agrees_with_chroma_and_is_repeatable(fixture_db):
-    """Brute force over the stored vectors finds what Chroma's HNSW finds on a collection
-    this small (where its search is effectively exact), with the same cosine distances."""
+    """Brute force over the stored vectors gives the same cosine distances as Chroma's HNSW
+    for the chunks both find, is at least as near at every rank, and never misses a chunk
+    HNSW ranks nearer than its own k-th. (HNSW is approximate even on ~1,000 chunks: one
+    ingest in four here left out a chunk brute force ranks 8th, so the two lists are not
+    compared for equality.)"""
     from chunkwise.chroma.queries import query, search_exact
 
     questions = [json.loads(l)["question"]
@@ -413,13 +431,14 @@ def test_search_exact_agrees_with_chroma_and_is_repeatable(fixture_db):
     again = search_exact(questions, k=5, db_path=fixture_db)
     assert [[(h.id, h.distance) for h in hits] for hits in again] == \
         [[(h.id, h.distance) for h in hits] for hits in exact]
+    shared = 0
     for q, hits in zip(questions, exact):
         approx = query(q, k=5, db_path=fixture_db)
-        assert [h.id for h in hits] == [h.id for h in approx], q
-        assert [h.distance for h in hits] == pytest.approx([h.distance for h in approx],
-                                                           abs=1e-4)
-        assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+        assert_nearest_first([(h.id, h.distance) for h in hits],
+                             [(h.id, h.distance) for h in approx])
+        shared += len({h.id for h in hits} & {h.id for h in approx})
         assert all(h.text and h.source for h in hits)
+    assert shared >= 4 * 5 - 2  # the two searches mostly agree
     assert search_exact([], db_path=fixture_db) == []
     with pytest.raises(ConfigError, match="positive integer"):
         search_exact(questions, k=0, db_path=fixture_db)
@@ -431,7 +450,13 @@ def test_eval_exact_flag(fixture_db):
                 "--json", *flag, cwd=ROOT) for flag in ((), ("--exact",))]
     assert all(d.returncode == 0 for d in done), [d.stderr for d in done]
     approx, exact = (json.loads(d.stdout) for d in done)
-    assert exact["metrics"] == approx["metrics"]  # HNSW is exact at this size
+    key = lambda r: (r["source"], r["start"], r["end"])  # noqa: E731
+    for a, e in zip(approx["results"], exact["results"]):
+        assert_nearest_first([(key(r), r["distance"]) for r in e["retrieved"]],
+                             [(key(r), r["distance"]) for r in a["retrieved"]])
+    if all(a["retrieved"] == e["retrieved"]
+           for a, e in zip(approx["results"], exact["results"])):
+        assert exact["metrics"] == approx["metrics"]
     done = run("eval", str(qfile), "--db", str(fixture_db), "--embed-cache", "x.sqlite",
                cwd=ROOT)
     assert done.returncode == 2 and "--embed-cache is only used with --compare" in done.stderr
