@@ -331,6 +331,65 @@ def test_check_repair_rebuilds_a_truncated_index(docs, tmp_path):
     _healthy_and_equal(db, want)
 
 
+def _ef_search(db: Path) -> int:
+    """The collection's ef_search as a fresh process sees it (this one's client caches;
+    Chroma reads a collection's configuration only where chunkwise's embedding function is
+    registered, hence the import)."""
+    code = ("import chromadb, sys, chunkwise.embeddings.functions; print(chromadb."
+            "PersistentClient(path=sys.argv[1]).get_collection('chunkwise')"
+            ".configuration['hnsw']['ef_search'])")
+    done = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.split()[-1])
+
+
+def _set_ef_search(db: Path, value: int) -> None:
+    code = ("import chromadb, sys, chunkwise.embeddings.functions; chromadb.PersistentClient("
+            "path=sys.argv[1]).get_collection('chunkwise').modify(configuration={'hnsw': "
+            "{'ef_search': int(sys.argv[2])}})")
+    done = subprocess.run([sys.executable, "-c", code, str(db), str(value)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_index_searches_wide_and_an_earlier_collection_is_raised(docs, tmp_path):
+    """New collections search with HNSW_EF_SEARCH candidates; one made with chunkwise's
+    earlier 100 is reported by `check` and raised by `check --repair` or the next ingest
+    (which writes nothing else for it); a value a user chose stays."""
+    from chunkwise.chroma.store import HNSW_EF_SEARCH
+
+    db = tmp_path / "db"
+    ingest([docs], db_path=db, embedder=HASH, workers=1)
+    want = records(db)
+    assert _ef_search(db) == HNSW_EF_SEARCH > 100
+    out = cli("check", "--db", str(db), "--json", cwd=tmp_path)
+    assert json.loads(out.stdout)["ef_search"] == HNSW_EF_SEARCH
+    assert "ef_search" not in cli("check", "--db", str(db), cwd=tmp_path).stdout
+
+    _set_ef_search(db, 100)  # as chunkwise made collections before
+    out = cli("check", "--db", str(db), cwd=tmp_path)
+    assert out.returncode == 0 and "searches with ef_search 100" in out.stdout
+    assert f"raises it to {HNSW_EF_SEARCH}" in out.stdout
+    assert _ef_search(db) == 100  # a plain check changes nothing
+    out = cli("check", "--db", str(db), "--repair", *HASH_SPEC, cwd=tmp_path)
+    assert out.returncode == 0 and f"raised to {HNSW_EF_SEARCH}" in out.stdout, out.stdout
+    assert _ef_search(db) == HNSW_EF_SEARCH and records(db) == want
+
+    _set_ef_search(db, 100)
+    out = cli("ingest", str(docs), "--db", str(db), "--json", *HASH_SPEC, cwd=tmp_path)
+    report = json.loads(out.stdout)
+    assert out.returncode == 0 and report["written"] == 0 and report["skipped"] == report["files"]
+    assert _ef_search(db) == HNSW_EF_SEARCH and records(db) == want
+
+    _set_ef_search(db, 300)  # a user's own setting
+    out = cli("ingest", str(docs), "--db", str(db), "--json", *HASH_SPEC, cwd=tmp_path)
+    assert out.returncode == 0 and _ef_search(db) == 300
+    assert "ef_search" not in cli("check", "--db", str(db), "--repair", *HASH_SPEC,
+                                  cwd=tmp_path).stdout
+    assert _ef_search(db) == 300
+
+
 # -- workers and the embed stage ------------------------------------------------------------
 def test_workers_give_the_collection_of_one_process(docs, tmp_path):
     serial = ingest([docs], db_path=tmp_path / "one", embedder=HASH, workers=1)

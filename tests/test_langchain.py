@@ -167,8 +167,9 @@ def test_loader_splitter_chroma_retriever_offline(tmp_path):
         community.PyPDFLoader(str(PDF)).load())
     store = lc_chroma.Chroma.from_documents(
         docs, embedding=ChunkwiseEmbeddings(), persist_directory=str(tmp_path / "db"),
-        collection_metadata={"hnsw:space": "cosine"})
+        collection_metadata={"hnsw:space": "cosine", "hnsw:search_ef": 1600})
     assert store._collection.count() == len(docs)
+    assert store._collection.configuration["hnsw"]["ef_search"] == 1600  # as documented
     hits = store.similarity_search_with_score(
         "Country Population (millions) Area Capital Official Language", k=1)
     doc, distance = hits[0]

@@ -215,7 +215,8 @@ class ChunkwiseEmbeddings(Embeddings):
     norm, so a `langchain_chroma.Chroma` store works offline.
 
         >>> store = Chroma.from_documents(docs, embedding=ChunkwiseEmbeddings(),
-        ...                               collection_metadata={"hnsw:space": "cosine"})
+        ...                               collection_metadata={"hnsw:space": "cosine",
+        ...                                                    "hnsw:search_ef": 1600})
 
     `model_dir`: a directory with an fp32 `model.onnx` and `tokenizer.json` of the same model
     (`chunkwise ingest --embedder DIR`); `device`: `auto`, `cpu`, `cuda`, `cuda:N`. Texts over

@@ -17,11 +17,11 @@ writes them back under the same ids and metadata.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..model import embed_text
-from .store import Store, as_rows, hnsw_configuration
+from .store import EARLIER_EF_SEARCH, HNSW_EF_SEARCH, Store, as_rows, ef_search, hnsw_configuration
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,8 @@ class Health:
     """Records a query over the whole index returns (None: the query failed)."""
     error: str = ""
     """Why the index could not be queried at all, if it could not."""
+    ef_search: int | None = None
+    """The HNSW candidates a query keeps (None: the client does not say)."""
 
     @property
     def ok(self) -> bool:
@@ -81,10 +83,17 @@ class Health:
                          f"{'; check --repair rebuilds the index' if self.usable else ''})")
         return "; ".join(wrong)
 
+    @property
+    def narrow_search(self) -> bool:
+        """The index searches with an `ef_search` chunkwise used to set, which leaves out
+        true nearest chunks on large collections (the next ingest or `--repair` raises it)."""
+        return self.ef_search in EARLIER_EF_SEARCH
+
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "records": self.records, "ok": self.ok,
                 "missing": len(self.missing), "missing_ids": self.missing[:20],
-                "searchable": self.searchable, "error": self.error}
+                "searchable": self.searchable, "error": self.error,
+                "ef_search": self.ef_search}
 
 
 def _readable(store: Store, ids: Sequence[str]) -> list[str]:
@@ -107,7 +116,7 @@ def _readable(store: Store, ids: Sequence[str]) -> list[str]:
 
 def check(store: Store) -> Health:
     """Every record's vector read back; the index queried for all records."""
-    health = Health(store.name, store.count())
+    health = Health(store.name, store.count(), ef_search=ef_search(store.collection))
     for got in store.pages(include=()):
         ids = list(got["ids"])
         for lo in range(0, len(ids), PAGE):
@@ -216,12 +225,15 @@ def rebuild(store: Store) -> None:
 
 
 def heal(store: Store, embedder: Any) -> tuple[Health, Health]:
-    """`check`, then whatever it takes: re-embed missing vectors, rebuild a damaged graph.
-    Returns the health found before healing and after it (the same object when nothing
+    """`check`, then whatever it takes: re-embed missing vectors, rebuild a damaged graph,
+    raise an `ef_search` chunkwise used to set (`Store.raise_ef_search`). Returns the health found before healing and after it (the same object when nothing
     was wrong): the caller says what could not be repaired."""
     found = check(store)
+    if found.narrow_search:
+        store.collection = store.raise_ef_search(store.collection)
     if found.ok:
-        return found, found
+        return found, (replace(found, ef_search=ef_search(store.collection))
+                       if found.narrow_search else found)
     if found.missing:
         repair(store, found.missing, embedder)
     after = check(store)

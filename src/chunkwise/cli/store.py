@@ -306,7 +306,7 @@ def _bill(r: Any) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from ..chroma.store import Store, connect, open_embedder, persist_directory
+    from ..chroma.store import HNSW_EF_SEARCH, Store, connect, open_embedder, persist_directory
     from ..chroma.health import check, heal
     from ..chroma.locking import WriteLock
 
@@ -332,6 +332,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.repair and not health.ok:
             print(f"repaired: {after.records} records, healthy" if after.ok else
                   f"not repaired: {after.summary()}")
+        if health.narrow_search:
+            print(f"the index searches with ef_search {health.ef_search}: "
+                  + (f"raised to {after.ef_search}" if args.repair else
+                     f"on large collections a query can miss the nearest chunks; check "
+                     f"--repair or the next ingest raises it to {HNSW_EF_SEARCH}"))
     # --repair fails while anything is still wrong; a plain check only when the collection
     # is not usable (a vector lost, an index that does not answer, or more unreachable
     # records than an approximate graph leaves)

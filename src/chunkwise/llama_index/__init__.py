@@ -1,14 +1,11 @@
 """LlamaIndex integration: `ChunkwiseNodeParser`, `ChunkwiseReader` and `ChunkwiseEmbedding`.
 
-    >>> import chromadb
     >>> from llama_index.core.ingestion import IngestionPipeline
     >>> from llama_index.core.storage.docstore import SimpleDocumentStore
-    >>> from llama_index.vector_stores.chroma import ChromaVectorStore
     >>> from chunkwise.llama_index import (ChunkwiseEmbedding, ChunkwiseNodeParser,
-    ...                                    ChunkwiseReader)
+    ...                                    ChunkwiseReader, vector_store)
     >>> documents = ChunkwiseReader().load_data("docs/")       # a mixed folder
-    >>> client = chromadb.PersistentClient("chroma-db")
-    >>> store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("docs"))
+    >>> store = vector_store("chroma-db", "docs")   # a ChromaVectorStore made as ingest makes one
     >>> pipeline = IngestionPipeline(
     ...     transformations=[ChunkwiseNodeParser(max_tokens=256), ChunkwiseEmbedding()],
     ...     docstore=SimpleDocumentStore(), vector_store=store)
