@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..model import embed_text
-from .store import EARLIER_EF_SEARCH, HNSW_EF_SEARCH, Store, as_rows, ef_search, hnsw_configuration
+from .store import EARLIER_EF_SEARCH, Store, as_rows, ef_search, hnsw_configuration
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +226,9 @@ def rebuild(store: Store) -> None:
 
 def heal(store: Store, embedder: Any) -> tuple[Health, Health]:
     """`check`, then whatever it takes: re-embed missing vectors, rebuild a damaged graph,
-    raise an `ef_search` chunkwise used to set (`Store.raise_ef_search`). Returns the health found before healing and after it (the same object when nothing
-    was wrong): the caller says what could not be repaired."""
+    raise an `ef_search` chunkwise used to set (`Store.raise_ef_search`). Returns the health
+    found before healing and after it (the same object when nothing was wrong): the caller
+    says what could not be repaired."""
     found = check(store)
     if found.narrow_search:
         store.collection = store.raise_ef_search(store.collection)

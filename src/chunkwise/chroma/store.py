@@ -25,9 +25,10 @@ log = logging.getLogger(__name__)
 DEFAULT_DB = "chunkwise-db"
 DEFAULT_COLLECTION = "chunkwise"
 #: HNSW candidates kept while searching. Chroma's 100 leaves out true nearest chunks: on
-#: 24,515 real MiniLM chunk vectors and 442 real questions, recall@10 0.94 and the nearest
-#: chunk missing from the 10 returned for 34 questions; 1,600 gives 0.999 and none, for
-#: about 1-2 ms more a query (`tests/bench/hnsw_recall.py`, docs/retrieval.md)
+#: one collection of the shared corpus (16,871 chunks, 442 real questions) recall@10 is
+#: 0.964 and the nearest chunk is missing from the 10 returned for 14 questions; 1,600 gives
+#: 0.999 and none, for about a millisecond more a query (`tests/bench/hnsw_recall.py`,
+#: docs/retrieval.md)
 HNSW_EF_SEARCH = 1600
 #: what collections chunkwise made before got (its own earlier setting, Chroma's defaults):
 #: raised to `HNSW_EF_SEARCH` by the next ingest or `check --repair`; any other value is a
