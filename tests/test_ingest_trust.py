@@ -331,63 +331,90 @@ def test_check_repair_rebuilds_a_truncated_index(docs, tmp_path):
     _healthy_and_equal(db, want)
 
 
-def _ef_search(db: Path) -> int:
-    """The collection's ef_search as a fresh process sees it (this one's client caches;
-    Chroma reads a collection's configuration only where chunkwise's embedding function is
-    registered, hence the import)."""
-    code = ("import chromadb, sys, chunkwise.embeddings.functions; print(chromadb."
-            "PersistentClient(path=sys.argv[1]).get_collection('chunkwise')"
-            ".configuration['hnsw']['ef_search'])")
+def _hnsw(db: Path) -> dict:
+    """The collection's HNSW settings as a fresh process sees them (this one's client
+    caches; Chroma reads a collection's configuration only where chunkwise's embedding
+    function is registered, hence the import)."""
+    code = ("import chromadb, json, sys, chunkwise.embeddings.functions; print(json.dumps("
+            "chromadb.PersistentClient(path=sys.argv[1]).get_collection('chunkwise')"
+            ".configuration['hnsw']))")
     done = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    return int(done.stdout.split()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
 
 
-def _set_ef_search(db: Path, value: int) -> None:
-    code = ("import chromadb, sys, chunkwise.embeddings.functions; chromadb.PersistentClient("
-            "path=sys.argv[1]).get_collection('chunkwise').modify(configuration={'hnsw': "
-            "{'ef_search': int(sys.argv[2])}})")
-    done = subprocess.run([sys.executable, "-c", code, str(db), str(value)],
+def _chroma(db: Path, statement: str, *args: str) -> None:
+    """`statement` run on `client` (a PersistentClient of `db`) in a fresh process."""
+    code = ("import chromadb, sys, chunkwise.embeddings.functions; "
+            "client = chromadb.PersistentClient(path=sys.argv[1]); " + statement)
+    done = subprocess.run([sys.executable, "-c", code, str(db), *args],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
+SET_EF = ("client.get_collection('chunkwise').modify(configuration={'hnsw': "
+          "{'ef_search': int(sys.argv[2])}})")
+
+
 def test_the_index_searches_wide_and_an_earlier_collection_is_raised(docs, tmp_path):
-    """New collections search with HNSW_EF_SEARCH candidates; one made with chunkwise's
-    earlier 100 is reported by `check` and raised by `check --repair` or the next ingest
-    (which writes nothing else for it); a value a user chose stays."""
-    from chunkwise.chroma.store import HNSW_EF_SEARCH
+    """New collections search with HNSW_EF_SEARCH candidates over a graph of
+    HNSW_MAX_NEIGHBORS and HNSW_EF_CONSTRUCTION. One made with chunkwise's earlier 100 is
+    reported by `check` and raised by `check --repair` or the next ingest (which writes
+    nothing else for it); a value a user chose stays. A graph built with Chroma's defaults
+    is reported and rebuilt by `check --repair`, nothing lost."""
+    from chunkwise.chroma.store import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_MAX_NEIGHBORS
 
     db = tmp_path / "db"
     ingest([docs], db_path=db, embedder=HASH, workers=1)
     want = records(db)
-    assert _ef_search(db) == HNSW_EF_SEARCH > 100
+    wide = {"ef_search": HNSW_EF_SEARCH, "max_neighbors": HNSW_MAX_NEIGHBORS,
+            "ef_construction": HNSW_EF_CONSTRUCTION}
+    assert {k: _hnsw(db)[k] for k in wide} == wide and HNSW_EF_SEARCH > 100
     out = cli("check", "--db", str(db), "--json", cwd=tmp_path)
-    assert json.loads(out.stdout)["ef_search"] == HNSW_EF_SEARCH
-    assert "ef_search" not in cli("check", "--db", str(db), cwd=tmp_path).stdout
+    assert {k: json.loads(out.stdout)[k] for k in wide} == wide
+    out = cli("check", "--db", str(db), cwd=tmp_path).stdout
+    assert "ef_search" not in out and "graph" not in out
 
-    _set_ef_search(db, 100)  # as chunkwise made collections before
+    _chroma(db, SET_EF, "100")  # as chunkwise made collections before
     out = cli("check", "--db", str(db), cwd=tmp_path)
     assert out.returncode == 0 and "searches with ef_search 100" in out.stdout
     assert f"raises it to {HNSW_EF_SEARCH}" in out.stdout
-    assert _ef_search(db) == 100  # a plain check changes nothing
+    assert _hnsw(db)["ef_search"] == 100  # a plain check changes nothing
     out = cli("check", "--db", str(db), "--repair", *HASH_SPEC, cwd=tmp_path)
     assert out.returncode == 0 and f"raised to {HNSW_EF_SEARCH}" in out.stdout, out.stdout
-    assert _ef_search(db) == HNSW_EF_SEARCH and records(db) == want
+    assert _hnsw(db)["ef_search"] == HNSW_EF_SEARCH and records(db) == want
 
-    _set_ef_search(db, 100)
+    _chroma(db, SET_EF, "100")
     out = cli("ingest", str(docs), "--db", str(db), "--json", *HASH_SPEC, cwd=tmp_path)
     report = json.loads(out.stdout)
     assert out.returncode == 0 and report["written"] == 0 and report["skipped"] == report["files"]
-    assert _ef_search(db) == HNSW_EF_SEARCH and records(db) == want
+    assert _hnsw(db)["ef_search"] == HNSW_EF_SEARCH and records(db) == want
 
-    _set_ef_search(db, 300)  # a user's own setting
+    _chroma(db, SET_EF, "300")  # a user's own setting
     out = cli("ingest", str(docs), "--db", str(db), "--json", *HASH_SPEC, cwd=tmp_path)
-    assert out.returncode == 0 and _ef_search(db) == 300
+    assert out.returncode == 0 and _hnsw(db)["ef_search"] == 300
     assert "ef_search" not in cli("check", "--db", str(db), "--repair", *HASH_SPEC,
                                   cwd=tmp_path).stdout
-    assert _ef_search(db) == 300
+    assert _hnsw(db)["ef_search"] == 300
+
+    # a collection as chunkwise made them before: Chroma's graph, search width 100
+    old = tmp_path / "old"
+    _chroma(old, "client.create_collection('chunkwise', configuration={'hnsw': "
+                 "{'space': 'cosine', 'ef_search': 100}})")
+    out = cli("ingest", str(docs), "--db", str(old), "--json", *HASH_SPEC, cwd=tmp_path)
+    assert out.returncode == 0 and "check --repair` rebuilds it" in out.stderr, out.stderr
+    assert _hnsw(old)["ef_search"] == HNSW_EF_SEARCH  # raised at once
+    assert (_hnsw(old)["max_neighbors"], _hnsw(old)["ef_construction"]) == (16, 100)
+    assert records(old) == want
+    out = cli("check", "--db", str(old), cwd=tmp_path)
+    assert out.returncode == 0 and "max_neighbors 16 and ef_construction 100" in out.stdout
+    out = cli("check", "--db", str(old), "--repair", *HASH_SPEC, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"rebuilt with {HNSW_MAX_NEIGHBORS} and {HNSW_EF_CONSTRUCTION}" in out.stdout
+    assert {k: _hnsw(old)[k] for k in wide} == wide and records(old) == want
+    out = cli("ingest", str(docs), "--db", str(old), "--json", *HASH_SPEC, cwd=tmp_path)
+    assert json.loads(out.stdout)["written"] == 0 and "rebuilds it" not in out.stderr
 
 
 # -- workers and the embed stage ------------------------------------------------------------

@@ -4,11 +4,13 @@ settings: recall against brute force, on real vectors and real questions.
     python tests/bench/hnsw_recall.py --db chunkwise-db [--collection chunkwise]
     python tests/bench/hnsw_recall.py --cache vectors.sqlite [more.sqlite ...]
         [--questions tests/data/*.jsonl] [--ef-search 100,400,800] [--ef-construction 100]
-        [--builds 3]
+        [--max-neighbors 16] [--builds 3]
 
 The vectors: every stored vector of a chunkwise collection (`--db`), or every vector of one
 or more embed caches (`--cache`: the SQLite files `chunkwise eval --compare --embed-cache`
-keeps), normalised, exact duplicates dropped. The queries: the questions of the `--questions`
+keeps), normalised, exact duplicates dropped; written in the collection's own order (file
+after file, as an ingest writes them: an HNSW graph built over clustered insertions is
+worse than one built in random order), a cache's in a random one. The queries: the questions of the `--questions`
 files (default: every question set in `tests/data/`), embedded as queries by the default
 embedder (so the vectors must be its model's: MiniLM). For each setting, `--builds` fresh
 collections (an HNSW build is not deterministic: threads insert in their own order) get the
@@ -73,9 +75,11 @@ def unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def build(client, name: str, vectors: np.ndarray, ef_search: int, ef_construction: int):
+def build(client, name: str, vectors: np.ndarray, ef_search: int, ef_construction: int,
+          max_neighbors: int):
     col = client.create_collection(name, configuration={"hnsw": {
-        "space": "cosine", "ef_search": ef_search, "ef_construction": ef_construction}})
+        "space": "cosine", "ef_search": ef_search, "ef_construction": ef_construction,
+        "max_neighbors": max_neighbors}})
     t = time.perf_counter()
     for lo in range(0, len(vectors), 4096):
         hi = min(len(vectors), lo + 4096)
@@ -108,6 +112,7 @@ def main() -> None:
                     default=sorted((ROOT / "tests" / "data").glob("*.jsonl")))
     ap.add_argument("--ef-search", default="100,400,800")
     ap.add_argument("--ef-construction", default="100")
+    ap.add_argument("--max-neighbors", default="16")
     ap.add_argument("--builds", type=int, default=3)
     args = ap.parse_args()
 
@@ -116,9 +121,13 @@ def main() -> None:
     from chunkwise.embeddings.functions import resolve_embedder
     from chunkwise.evaluation.metrics import paired_difference
 
-    raw = cache_vectors(args.cache) if args.cache else collection_vectors(args.db, args.collection)
-    vectors = np.unique(unit(raw), axis=0)
-    np.random.default_rng(0).shuffle(vectors)
+    if args.cache:  # no order to keep: a random one
+        vectors = np.unique(unit(cache_vectors(args.cache)), axis=0)
+        np.random.default_rng(0).shuffle(vectors)
+    else:  # the collection's own order (file after file, as an ingest writes), duplicates out
+        vectors = unit(collection_vectors(args.db, args.collection))
+        _, first = np.unique(vectors, axis=0, return_index=True)
+        vectors = vectors[np.sort(first)]
     questions = [json.loads(line)["question"] for path in args.questions
                  for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     queries = unit(np.asarray(resolve_embedder().embed_queries(questions), dtype=np.float32))
@@ -126,22 +135,22 @@ def main() -> None:
     truth = np.argsort(-sims, axis=1)[:, :10]
     print(f"{len(vectors)} distinct vectors, {len(questions)} questions, {args.builds} builds "
           f"per setting", flush=True)
-    settings = [(s, c) for c in map(int, args.ef_construction.split(","))
+    settings = [(s, c, m) for m in map(int, args.max_neighbors.split(","))
+                for c in map(int, args.ef_construction.split(","))
                 for s in map(int, args.ef_search.split(","))]
     client = chromadb.PersistentClient(path=tempfile.mkdtemp(prefix="bench-hnsw-"),
                                        settings=Settings(anonymized_telemetry=False))
-    first: dict[tuple[int, int], list[float]] = {}
-    runs: dict[tuple[int, int], list[tuple[dict, float]]] = {s: [] for s in settings}
+    runs: dict[tuple[int, int, int], list[tuple[dict, float]]] = {s: [] for s in settings}
     for b in range(args.builds):
         for s in settings:  # each build of every setting before the next build: drift shared
-            col, rate = build(client, f"b{b}-s{s[0]}-c{s[1]}", vectors, *s)
+            col, rate = build(client, f"b{b}-s{s[0]}-c{s[1]}-m{s[2]}", vectors, *s)
             runs[s].append((score(col, queries, sims, truth), rate))
             client.delete_collection(col.name)
     base = runs[settings[0]][0][0]["r10"]
     for s, got in runs.items():
         recall = [float(np.mean(r["r10"])) for r, _ in got]
         diff, lo, hi = paired_difference(got[0][0]["r10"], base)
-        print(f"ef_search {s[0]:5d} ef_construction {s[1]:4d}: "
+        print(f"ef_search {s[0]:5d} ef_construction {s[1]:4d} max_neighbors {s[2]:3d}: "
               f"recall@10 {statistics.median(recall):.4f} "
               f"(builds {', '.join(f'{x:.4f}' for x in recall)}), "
               f"recall@5 {statistics.median(float(np.mean(r['r5'])) for r, _ in got):.4f}, "

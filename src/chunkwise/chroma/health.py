@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..model import embed_text
-from .store import EARLIER_EF_SEARCH, Store, as_rows, ef_search, hnsw_configuration
+from .store import (EARLIER_EF_SEARCH, EARLIER_GRAPH, Store, as_rows, ef_search, graph,
+                    hnsw_configuration)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ class Health:
     """Why the index could not be queried at all, if it could not."""
     ef_search: int | None = None
     """The HNSW candidates a query keeps (None: the client does not say)."""
+    graph: tuple[int | None, int | None] = (None, None)
+    """`(max_neighbors, ef_construction)` the HNSW graph was built with."""
 
     @property
     def ok(self) -> bool:
@@ -89,11 +92,18 @@ class Health:
         true nearest chunks on large collections (the next ingest or `--repair` raises it)."""
         return self.ef_search in EARLIER_EF_SEARCH
 
+    @property
+    def narrow_graph(self) -> bool:
+        """The HNSW graph was built with the settings chunkwise used before, where a query
+        can miss nearest chunks whatever its width (`--repair` rebuilds it)."""
+        return self.graph == EARLIER_GRAPH
+
     def to_dict(self) -> dict[str, Any]:
         return {"collection": self.collection, "records": self.records, "ok": self.ok,
                 "missing": len(self.missing), "missing_ids": self.missing[:20],
                 "searchable": self.searchable, "error": self.error,
-                "ef_search": self.ef_search}
+                "ef_search": self.ef_search, "max_neighbors": self.graph[0],
+                "ef_construction": self.graph[1]}
 
 
 def _readable(store: Store, ids: Sequence[str]) -> list[str]:
@@ -116,7 +126,8 @@ def _readable(store: Store, ids: Sequence[str]) -> list[str]:
 
 def check(store: Store) -> Health:
     """Every record's vector read back; the index queried for all records."""
-    health = Health(store.name, store.count(), ef_search=ef_search(store.collection))
+    health = Health(store.name, store.count(), ef_search=ef_search(store.collection),
+                    graph=graph(store.collection))
     for got in store.pages(include=()):
         ids = list(got["ids"])
         for lo in range(0, len(ids), PAGE):
@@ -225,20 +236,21 @@ def rebuild(store: Store) -> None:
 
 
 def heal(store: Store, embedder: Any) -> tuple[Health, Health]:
-    """`check`, then whatever it takes: re-embed missing vectors, rebuild a damaged graph,
-    raise an `ef_search` chunkwise used to set (`Store.raise_ef_search`). Returns the health
-    found before healing and after it (the same object when nothing was wrong): the caller
-    says what could not be repaired."""
+    """`check`, then whatever it takes: re-embed missing vectors, rebuild a damaged graph or
+    one built with chunkwise's earlier settings (Chroma cannot change a built graph), raise
+    an earlier `ef_search` (`Store.raise_ef_search`). Returns the health found before
+    healing and after it (the same object when nothing was wrong): the caller says what
+    could not be repaired."""
     found = check(store)
-    if found.narrow_search:
-        store.collection = store.raise_ef_search(store.collection)
-    if found.ok:
-        return found, (replace(found, ef_search=ef_search(store.collection))
-                       if found.narrow_search else found)
+    if found.ok and not found.narrow_search and not found.narrow_graph:
+        return found, found
     if found.missing:
         repair(store, found.missing, embedder)
-    after = check(store)
-    if not after.ok:
-        rebuild(store)
+    after = check(store) if found.missing else found
+    if not after.ok or after.narrow_graph:
+        rebuild(store)  # a fresh graph, with today's settings
         after = check(store)
+    elif after.narrow_search:
+        store.collection = store.raise_ef_search(store.collection)
+        after = replace(after, ef_search=ef_search(store.collection))
     return found, after

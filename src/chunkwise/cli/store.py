@@ -306,7 +306,8 @@ def _bill(r: Any) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from ..chroma.store import HNSW_EF_SEARCH, Store, connect, open_embedder, persist_directory
+    from ..chroma.store import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_MAX_NEIGHBORS, Store,
+                                connect, open_embedder, persist_directory)
     from ..chroma.health import check, heal
     from ..chroma.locking import WriteLock
 
@@ -332,6 +333,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.repair and not health.ok:
             print(f"repaired: {after.records} records, healthy" if after.ok else
                   f"not repaired: {after.summary()}")
+        if health.narrow_graph:
+            print(f"the index graph was built with max_neighbors {health.graph[0]} and "
+                  f"ef_construction {health.graph[1]}: "
+                  + (f"rebuilt with {after.graph[0]} and {after.graph[1]}" if args.repair else
+                     f"a query can miss the nearest chunks; check --repair rebuilds it with "
+                     f"{HNSW_MAX_NEIGHBORS} and {HNSW_EF_CONSTRUCTION} (nothing is embedded "
+                     f"again)"))
         if health.narrow_search:
             print(f"the index searches with ef_search {health.ef_search}: "
                   + (f"raised to {after.ef_search}" if args.repair else
