@@ -331,26 +331,23 @@ def test_check_repair_rebuilds_a_truncated_index(docs, tmp_path):
     _healthy_and_equal(db, want)
 
 
-def _hnsw(db: Path) -> dict:
-    """The collection's HNSW settings as a fresh process sees them (this one's client
-    caches; Chroma reads a collection's configuration only where chunkwise's embedding
-    function is registered, hence the import)."""
-    code = ("import chromadb, json, sys, chunkwise.embeddings.functions; print(json.dumps("
-            "chromadb.PersistentClient(path=sys.argv[1]).get_collection('chunkwise')"
-            ".configuration['hnsw']))")
-    done = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _chroma(db: Path, statement: str, *args: str) -> None:
-    """`statement` run on `client` (a PersistentClient of `db`) in a fresh process."""
-    code = ("import chromadb, sys, chunkwise.embeddings.functions; "
+def _chroma(db: Path, statement: str, *args: str) -> str:
+    """`statement` run on `client` (a PersistentClient of `db`) in a fresh process (this
+    one's client caches the index); its stdout. Chroma reads a collection's configuration
+    only where chunkwise's embedding function is registered, hence the import."""
+    code = ("import chromadb, json, sys, chunkwise.embeddings.functions; "
             "client = chromadb.PersistentClient(path=sys.argv[1]); " + statement)
     done = subprocess.run([sys.executable, "-c", code, str(db), *args],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _hnsw(db: Path) -> dict:
+    """The collection's HNSW settings as a fresh process sees them."""
+    out = _chroma(db, "print(json.dumps(client.get_collection('chunkwise')"
+                      ".configuration['hnsw']))")
+    return json.loads(out.splitlines()[-1])
 
 
 SET_EF = ("client.get_collection('chunkwise').modify(configuration={'hnsw': "
