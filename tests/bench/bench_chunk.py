@@ -5,13 +5,16 @@ For every document, times (median of --runs):
   - chunkwise (parsing included),
   - LangChain `RecursiveCharacterTextSplitter.from_tiktoken_encoder`,
   - Chonkie `RecursiveChunker` (with the same tiktoken encoding),
-and prints, per format, the median over documents of each time as a ratio to the reference.
-It also checks linear growth: the corpus doubled and tripled (documents concatenated) should
-take about 2x and 3x the time.
+and prints, per format, the median over documents of each time as a ratio to the reference,
+then the total over documents of each time against the total of the reference, per format
+and over every format timed (with `--formats text,markdown`, the "Markdown + text input" of
+issue 33; large documents weigh on it as they weigh on a corpus run). It also checks linear
+growth: the corpus doubled and tripled (documents concatenated) should take about 2x and 3x
+the time.
 
     python tests/bench/bench_chunk.py [--runs 5] [--corpus ../shared/corpus]
         [--table-rows row,grouped,auto] [--formats text,markdown] [--per-document] [--cpu]
-        [--interleave]
+        [--interleave] [--no-views]
 
 `--table-rows`: one chunkwise column per table-rows policy (`Chunker(table_rows=...)`),
 named `chunkwise` for the default's and `cw-POLICY` for the others'. `--per-document`: each
@@ -19,8 +22,12 @@ document's ratios too (and its reference time), under its format's line, and whi
 is measured (its folder: run this script with another checkout's Python to time that one).
 `--cpu`: this process's CPU time (`time.process_time`) instead of wall time, for both the
 reference and the chunkers: on a shared machine, what other processes take is not counted.
-`--interleave`: per document, `--runs` rounds that each call the reference and every chunker
-once, in turn (a slow spell of the machine then slows them alike); the medians as before.
+`--no-views`: one more chunkwise column, `cw-noviews`, with `views="none"` (every chunk
+embeds its context and text: what the views cost). `--interleave`: per document, `--runs`
+rounds that each call the reference and every chunker once, in turn (a slow spell of the
+machine then slows them alike); the medians as before. To time an older revision, lay its
+package out as installed (`git archive REV src/chunkwise parsers`, then `parsers` moved to
+`chunkwise/parsers`, as `identity.py` does) and run this script with `PYTHONPATH` on it.
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -32,7 +39,11 @@ import time
 from pathlib import Path
 
 from chunkwise import Chunker
-from chunkwise.sizing.sizers import tiktoken_encoding
+
+try:
+    from chunkwise.sizing.sizers import tiktoken_encoding
+except ImportError:  # a checkout from before the sub-packages (2026-11-27), timed for comparison
+    from chunkwise.sizing import tiktoken_encoding  # type: ignore[no-redef]
 from _timing import timed, timed_interleaved  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +63,16 @@ def competitors(enc, budget: int) -> dict:
         from chonkie import RecursiveChunker
 
         ch = RecursiveChunker(tokenizer=enc, chunk_size=budget)
-        out["chonkie"] = ch.chunk
+        # Chonkie memoises token counts by text (an `lru_cache` on the class, 4,096 entries):
+        # a document chunked again is then nearly free (0.1x a pass after the first run in
+        # Chonkie 1.7), which no corpus run sees. Each timed call starts with it empty.
+        forget = getattr(RecursiveChunker._estimate_token_count, "cache_clear", lambda: None)
+
+        def chonkie(text: str) -> list:
+            forget()
+            return ch.chunk(text)
+
+        out["chonkie"] = chonkie
     except Exception:  # not installed, or its API changed
         pass
     return out
@@ -70,14 +90,19 @@ def main() -> None:
     ap.add_argument("--cpu", action="store_true", help="time CPU, not wall, time")
     ap.add_argument("--interleave", action="store_true",
                     help="call the reference and the chunkers in turn, run after run")
+    ap.add_argument("--no-views", action="store_true",
+                    help="also time chunkwise with views='none' (column cw-noviews)")
     args = ap.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
     enc = tiktoken_encoding("cl100k_base")
     chunker = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base")
-    default = chunker.table_rows
+    default = getattr(chunker, "table_rows", "row")
     others = {f"cw-{p}": Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base",
                                  table_rows=p).chunk_text
               for p in filter(None, args.table_rows.split(",")) if p != default}
+    if args.no_views:
+        others["cw-noviews"] = Chunker(max_tokens=args.max_tokens, tokenizer="cl100k_base",
+                                       views="none").chunk_text
     others.update(competitors(enc, args.max_tokens))
     if args.per_document:
         import chunkwise
@@ -86,6 +111,7 @@ def main() -> None:
     print(f"median time / one tiktoken pass, per document ({args.runs} runs each)")
     print(f"{'format':10} {'docs':>5} {'MB':>6} {'chunkwise':>10} " + " ".join(f"{k:>10}" for k in others))
     exts = {"text": "txt", "markdown": "md"}
+    totals: dict[str, dict[str, float]] = {}  # format -> reference and each chunker: seconds
     for fmt in args.formats.split(","):
         ext = exts[fmt]
         files = sorted((args.corpus / fmt).glob(f"*.{ext}"))
@@ -105,14 +131,23 @@ def main() -> None:
             else:
                 ref, *spent = [timed(call, args.runs, collect="once", clock=clock)
                                for call in calls]
+            total = totals.setdefault(fmt, dict.fromkeys(["ref", *ratios], 0.0))
+            total["ref"] += ref
             for name, seconds in zip(ratios, spent):
                 ratios[name].append(seconds / ref)
+                total[name] += seconds
             lines.append(f"  {f.stem[:26]:26} ref {ref * 1e3:7.2f} ms " +
                          " ".join(f"{v[-1]:>9.3f}x" for v in ratios.values()))
         cells = " ".join(f"{statistics.median(v):>9.2f}x" for v in ratios.values())
         print(f"{fmt:10} {len(files):>5} {size / 1e6:>6.2f} {cells}")
         if args.per_document:
             print("\n".join(lines))
+    print("total time / total tiktoken time (the documents' medians summed)")
+    print(f"{'format':10} " + " ".join(f"{k:>10}" for k in ["chunkwise", *others]))
+    every = {name: sum(t[name] for t in totals.values()) for name in next(iter(totals.values()))}
+    for label, t in [*totals.items(), ("all", every)]:
+        print(f"{label:10} " + " ".join(f"{t[name] / t['ref']:>9.2f}x"
+                                        for name in t if name != "ref"))
     if "text" not in args.formats.split(","):
         return
     # linear growth: whole corpus text once, twice, three times
