@@ -25,9 +25,13 @@ reference and the chunkers: on a shared machine, what other processes take is no
 `--no-views`: one more chunkwise column, `cw-noviews`, with `views="none"` (every chunk
 embeds its context and text: what the views cost). `--interleave`: per document, `--runs`
 rounds that each call the reference and every chunker once, in turn (a slow spell of the
-machine then slows them alike); the medians as before. To time an older revision, lay its
-package out as installed (`git archive REV src/chunkwise parsers`, then `parsers` moved to
-`chunkwise/parsers`, as `identity.py` does) and run this script with `PYTHONPATH` on it.
+machine then slows them alike); the medians as before. To time another revision, lay its
+package out as installed with `identity.py`'s `package` and run this script over it:
+
+    python -c "import sys; from pathlib import Path; sys.path.insert(0, 'tests/bench');
+               from identity import package; package('30d3e98', Path('/tmp/rev'))"
+    PYTHONPATH=/tmp/rev python tests/bench/bench_chunk.py --cpu --interleave
+
 Competitors are optional: `pip install langchain-text-splitters chonkie`.
 """
 
@@ -66,7 +70,8 @@ def competitors(enc, budget: int) -> dict:
         # Chonkie memoises token counts by text (an `lru_cache` on the class, 4,096 entries):
         # a document chunked again is then nearly free (0.1x a pass after the first run in
         # Chonkie 1.7), which no corpus run sees. Each timed call starts with it empty.
-        forget = getattr(RecursiveChunker._estimate_token_count, "cache_clear", lambda: None)
+        forget = getattr(getattr(RecursiveChunker, "_estimate_token_count", None),
+                         "cache_clear", lambda: None)
 
         def chonkie(text: str) -> list:
             forget()
@@ -116,6 +121,7 @@ def main() -> None:
         ext = exts[fmt]
         files = sorted((args.corpus / fmt).glob(f"*.{ext}"))
         ratios: dict[str, list[float]] = {"chunkwise": [], **{k: [] for k in others}}
+        total = totals[fmt] = dict.fromkeys(["ref", *ratios], 0.0)
         size, lines = 0, []
         for f in files:
             data = f.read_bytes()
@@ -131,7 +137,6 @@ def main() -> None:
             else:
                 ref, *spent = [timed(call, args.runs, collect="once", clock=clock)
                                for call in calls]
-            total = totals.setdefault(fmt, dict.fromkeys(["ref", *ratios], 0.0))
             total["ref"] += ref
             for name, seconds in zip(ratios, spent):
                 ratios[name].append(seconds / ref)
