@@ -319,13 +319,28 @@ def test_cli_ingest_and_query(corpus, tmp_path):
 
 # -- crash safety ---------------------------------------------------------------------------
 def snapshot_in_subprocess(db: Path) -> dict:
-    """Read a database from a fresh process (no client cached in this one)."""
+    """Read a database from a fresh process (no client cached in this one): its records and
+    what its lexical index holds for each id."""
     code = ("import json, sys; from chunkwise.chroma import iter_collection\n"
             f"print(json.dumps({{i: [d, m] for i, d, m in iter_collection(db_path={str(db)!r})}}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return {"records": json.loads(out.stdout), "lexical": lexical_snapshot(db)}
+
+
+def lexical_snapshot(db: Path, collection: str = "chunkwise") -> dict[str, str]:
+    """id -> indexed terms of a database's lexical index, read with plain sqlite3."""
+    import sqlite3
+
+    con = sqlite3.connect(db / "chunkwise-lexical.sqlite3")
+    try:
+        (key,) = con.execute("SELECT key FROM collections WHERE name = ?",
+                             (collection,)).fetchone()
+        return dict(con.execute(f"SELECT i.id, f.terms FROM ids_{key} i "
+                                f"JOIN fts_{key} f ON f.rowid = i.rowid"))
+    finally:
+        con.close()
 
 
 def make_bulk(folder: Path, version: int) -> None:
@@ -351,7 +366,8 @@ def make_bulk(folder: Path, version: int) -> None:
 def test_killed_runs_converge_to_a_clean_run(tmp_path):
     """Five phases (first ingest, edits with prune, a change of options): in each, SIGKILL
     `chunkwise ingest --workers 2` at a random moment, then rerun it; the result has exactly the ids,
-    documents and metadata of an uninterrupted run."""
+    documents and metadata of an uninterrupted run, and its lexical index exactly the same
+    entries (both legs equal to a clean ingest)."""
     seed = int(os.environ.get("CHUNKWISE_KILL_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

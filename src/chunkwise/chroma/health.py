@@ -254,3 +254,56 @@ def heal(store: Store, embedder: Any) -> tuple[Health, Health]:
         store.collection = store.raise_ef_search(store.collection)
         after = replace(after, ef_search=ef_search(store.collection))
     return found, after
+
+
+# -- the lexical leg ------------------------------------------------------------------------
+@dataclass
+class LexicalHealth:
+    """Whether a collection's lexical index holds exactly its records."""
+
+    path: str | None
+    """The index file; None: the store has none (a server given no `--lexical-index`)."""
+    records: int = 0
+    """Records the index holds."""
+    missing: int = 0
+    """Records of the collection the index lacks (hybrid search cannot find them by words)."""
+    stale: int = 0
+    """Records the index holds that the collection does not (never returned: dropped)."""
+    outdated: bool = False
+    """Written with another version of the terms: rebuilt by the next ingest or --repair."""
+
+    @property
+    def ok(self) -> bool:
+        return self.path is None or not (self.missing or self.stale or self.outdated)
+
+    def summary(self) -> str:
+        if self.path is None:
+            return "none (a server collection: --lexical-index FILE keeps one)"
+        if self.ok:
+            return f"{self.records} records, the same as the collection"
+        parts = [f"{self.missing} records missing"] if self.missing else []
+        parts += [f"{self.stale} stale"] if self.stale else []
+        parts += ["written with an earlier version of its terms"] if self.outdated else []
+        return f"{self.records} records, " + ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "records": self.records, "missing": self.missing,
+                "stale": self.stale, "outdated": self.outdated, "ok": self.ok}
+
+
+def check_lexical(store: Store) -> LexicalHealth:
+    """Compare the store's lexical index with its collection, id by id (reads only)."""
+    from .lexical import LexicalIndex, differences
+
+    if store.lexical_path is None:
+        return LexicalHealth(None)
+    lex = LexicalIndex(store.lexical_path, store.name, readonly=True)
+    try:
+        ids = store.all_ids()
+        if not lex.exists:
+            return LexicalHealth(str(store.lexical_path), 0, len(ids), 0, False)
+        missing, stale = differences(lex, ids)
+        return LexicalHealth(str(store.lexical_path), lex.count(), len(missing), len(stale),
+                             lex.stale_version)
+    finally:
+        lex.close()

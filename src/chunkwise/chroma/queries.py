@@ -10,7 +10,7 @@ application asks), `search_exact` (brute force over every stored vector, for eva
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import ChunkwiseError, ConfigError, StoreError
@@ -25,7 +25,9 @@ class Hit:
     id: str
     source: str
     text: str
-    distance: float
+    distance: float | None
+    """The query's distance to the chunk's vector in the collection's space (None where no
+    vector was compared: a lexical search)."""
     section_path: tuple[str, ...]
     page_start: int | None
     page_end: int | None
@@ -33,10 +35,19 @@ class Hit:
     metadata: dict[str, Any]
     space: str = "cosine"
     """The collection's distance: `cosine` (1 - cosine similarity), `l2` (squared) or `ip`."""
+    score: float | None = None
+    """The search's own score, larger is better: the fused score of a hybrid search, BM25 of
+    a lexical one; None for a search by vectors alone (`distance` ranks it)."""
+    ranks: dict[str, int] = field(default_factory=dict)
+    """The hit's 1-based rank in each leg of a search that returned it (`dense`,
+    `lexical`)."""
+    scores: dict[str, float] = field(default_factory=dict)
+    """Each leg's own measure: `dense` the distance, `lexical` the BM25 score."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "distance": self.distance,
-                "space": self.space,
+                "space": self.space, "score": self.score, "ranks": dict(self.ranks),
+                "scores": dict(self.scores),
                 "section_path": list(self.section_path), "page_start": self.page_start,
                 "page_end": self.page_end, "context": self.context, "text": self.text,
                 "metadata": self.metadata}
@@ -68,8 +79,8 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
         raise
     except Exception as e:
         raise StoreError(f"query failed: {type(e).__name__}: {e}") from e
-    space = _space(col)
-    return [_hit(i, d, m, dist, space) for i, d, m, dist in
+    space = space_of(col)
+    return [hit_of(i, d, m, dist, space) for i, d, m, dist in
             zip(got["ids"][0], got["documents"][0], got["metadatas"][0], got["distances"][0])]
 
 
@@ -149,7 +160,7 @@ def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
     if not ids:
         return [[] for _ in texts]
     stored = np.concatenate(blocks)
-    space = _space(col)
+    space = space_of(col)
     dots = queries @ stored.T
     if space == "ip":
         dist = 1.0 - dots
@@ -164,12 +175,12 @@ def search_exact(texts: Sequence[str], *, k: int = 5, client: Any = None,
     out = []
     for row in dist[:, order]:
         best = np.argsort(row, kind="stable")[:k]
-        out.append([_hit(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
+        out.append([hit_of(ids[order[i]], docs[order[i]], metas[order[i]], float(row[i]), space)
                     for i in best])
     return out
 
 
-def _space(col: Any) -> str:
+def space_of(col: Any) -> str:
     """The distance space of a collection (`cosine`, `l2` or `ip`)."""
     conf = getattr(col, "configuration", None) or {}
     for key in ("hnsw", "spann"):
@@ -179,7 +190,7 @@ def _space(col: Any) -> str:
     return str((col.metadata or {}).get("hnsw:space", "l2"))
 
 
-def _hit(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
+def hit_of(id_: str, doc: str | None, meta: Mapping[str, Any] | None, dist: float,
          space: str = "cosine") -> Hit:
     meta = dict(meta or {})
     path = meta.get("section_path_list")

@@ -242,13 +242,18 @@ class Store:
     converted to `StoreError` on others."""
 
     def __init__(self, client: Any, name: str, embedder: Any, *, create: bool,
-                 retry_delays: Sequence[float] = RETRY_DELAYS) -> None:
+                 retry_delays: Sequence[float] = RETRY_DELAYS,
+                 lexical: str | os.PathLike | bool = True) -> None:
         self.client = client
         self.name = name
         self.embedder = embedder
         self.delays = retry_delays
         self.collection = self._open(create)
         self.max_batch = max(1, int(self._call(client.get_max_batch_size, "read the batch size")))
+        self.lexical_path = lexical_location(client, lexical)
+        """The file of the collection's lexical index (`chroma.lexical`): written with the
+        vectors by every upsert and delete; None: no lexical leg (a server given no path)."""
+        self._lexical: Any = None
 
     def _call(self, fn: Callable[[], Any], what: str) -> Any:
         try:
@@ -405,14 +410,61 @@ class Store:
                     out.setdefault(h, vector)
         return out
 
+    # -- the lexical leg -----------------------------------------------------------------
+    @property
+    def lexical(self) -> Any:
+        """The collection's `LexicalIndex`, opened for writing on first use; None without
+        one."""
+        if self._lexical is None and self.lexical_path is not None:
+            from .lexical import LexicalIndex
+
+            self._lexical = LexicalIndex(self.lexical_path, self.name)
+        return self._lexical
+
+    def all_ids(self) -> set[str]:
+        """Every id the collection holds (one paged pass, ids only)."""
+        return {i for got in self.pages(include=()) for i in got["ids"]}
+
+    def records(self, ids: Sequence[str]) -> Iterator[tuple[str, str | None, str]]:
+        """(id, document, context) of the stored records `ids`, for the lexical index."""
+        for lo in range(0, len(ids), 500):
+            part = list(ids[lo:lo + 500])
+            got = self._call(lambda: self.collection.get(ids=part,
+                                                         include=["documents", "metadatas"]),
+                             "read stored records")
+            for id_, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+                yield id_, doc, str((meta or {}).get("context") or "")
+
+    def sync_lexical(self) -> Any:
+        """Make the lexical index hold exactly the collection's records, indexing missing
+        ones from their stored text (nothing is embedded): after a run killed between the
+        two writes, for a collection written before the index existed or by another program.
+        Returns the `SyncReport`, None without a lexical index. Call it holding the lock."""
+        if self.lexical is None:
+            return None
+        from .lexical import sync
+
+        first = self.lexical.count() == 0
+        report = sync(self.lexical, self.all_ids(), self.records)
+        if report.added and (first or report.rebuilt):
+            log.warning("%s: lexical index built from the %d stored records (nothing "
+                        "embedded)", self.name, report.added)
+        elif report.changed:
+            log.info("%s: lexical index %s", self.name, report.summary())
+        return report
+
     # -- writes -------------------------------------------------------------------------
     def upsert(self, ids: list[str], documents: list[str], embeddings: Any,
                metadatas: list[dict[str, Any]]) -> None:
+        """Write records to both legs: the vectors (Chroma) first, then the lexical index
+        (a run killed between them is completed by the next run's `sync_lexical`)."""
         for lo in range(0, len(ids), self.max_batch):
             hi = lo + self.max_batch
             self._call(lambda: self.collection.upsert(
                 ids=ids[lo:hi], documents=documents[lo:hi], embeddings=embeddings[lo:hi],
                 metadatas=metadatas[lo:hi]), "upsert chunks")
+        if self.lexical is not None:
+            self.lexical.upsert(ids, documents, [str(m.get("context") or "") for m in metadatas])
 
     def update(self, ids: list[str], metadatas: list[dict[str, Any]]) -> None:
         for lo in range(0, len(ids), self.max_batch):
@@ -424,6 +476,29 @@ class Store:
         for lo in range(0, len(ids), self.max_batch):
             batch = ids[lo:lo + self.max_batch]
             self._call(lambda: self.collection.delete(ids=batch), "delete chunks")
+        if self.lexical is not None:
+            self.lexical.delete(ids)
+
+    def close(self) -> None:
+        """Close the lexical index's file (Chroma's client closes itself)."""
+        if self._lexical is not None:
+            self._lexical.close()
+            self._lexical = None
+
+
+def lexical_location(client: Any, lexical: str | os.PathLike | bool | None) -> Path | None:
+    """The lexical index file of a store: `lexical` when it is a path, the default file in
+    an embedded database's folder when it is True, else None (a server without a path)."""
+    if lexical is None or lexical is False:
+        return None
+    if lexical is not True:
+        return Path(lexical)
+    folder = persist_directory(client)
+    if folder is None:
+        return None
+    from .lexical import default_path
+
+    return default_path(folder)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .options import add_command, budget_options, store_location, store_options
+from .options import add_command, budget_options, lexical_option, store_location, store_options
 from ..errors import ConfigError
 
 EXAMPLES = (
@@ -70,6 +70,9 @@ def register(subparsers: Any) -> None:
     g.add_argument("--embed-cache", default=None, metavar="FILE",
                    help="SQLite file keeping chunk vectors between strategies and runs, so "
                         "a re-run embeds only the chunks that changed")
+    p.add_argument("--mode", choices=("hybrid", "dense", "lexical"), default=None,
+                   help="the search asked, as in `chunkwise query` (default hybrid; dense "
+                        "with --exact and --compare, which rank the vectors alone)")
     p.add_argument("--exact", action="store_true",
                    help="rank by brute force over every stored vector instead of Chroma's "
                         "approximate index (always on with --compare)")
@@ -89,6 +92,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ConfigError("--compare needs --corpus PATH… to ingest")
         if args.host is not None or args.port is not None:
             raise ConfigError("--compare writes to --db or a temporary database, not a server")
+        if args.mode not in (None, "dense"):
+            raise ConfigError("--compare ranks each collection's vectors exactly: --mode dense "
+                              "only")
     root = args.root
     if root is None and args.compare is not None and len(args.corpus) == 1 \
             and Path(args.corpus[0]).is_dir():
@@ -96,8 +102,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         qset = load_questions(args.questions, root=root)
         if args.compare is None:
+            mode = args.mode or ("dense" if args.exact else "hybrid")
             reports = [evaluate(qset, ks=ks, embedder=args.embedder, exact=args.exact,
-                                relevance=args.relevance, **store_location(args))]
+                                relevance=args.relevance, mode=mode,
+                                lexical=lexical_option(args), **store_location(args))]
         else:
             reports = compare(qset, args.corpus, split_names(args.compare), ks=ks,
                               db_path=args.db, max_tokens=args.max_tokens,

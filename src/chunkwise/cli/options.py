@@ -159,6 +159,15 @@ def store_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="give up a server call that gets no answer after this long "
                         "(default 60)")
+    g.add_argument("--lexical-index", default=None, metavar="FILE",
+                   help="the collection's word index for hybrid search (default: inside "
+                        "--db; with --host, the file to keep it in: a server cannot)")
+
+
+def lexical_option(args: argparse.Namespace) -> Any:
+    """`--lexical-index` as the `lexical` argument of the store: the file, else True (the
+    embedded database's own)."""
+    return args.lexical_index if args.lexical_index else True
 
 
 def store_location(args: argparse.Namespace) -> dict[str, Any]:

@@ -13,8 +13,8 @@ import json
 import sys
 from typing import Any
 
-from .options import (add_command, chunk_options, chunker_from, no_documents, store_location,
-                      store_options, unreadable)
+from .options import (add_command, chunk_options, chunker_from, lexical_option, no_documents,
+                      store_location, store_options, unreadable)
 from ..errors import ConfigError
 from ..text.textio import display_name
 
@@ -105,14 +105,22 @@ def register(subparsers: Any) -> None:
 
     p = add_command(
         subparsers, "query", cmd_query, help="search a Chroma collection",
-        description="Embed TEXT and print the nearest chunks with source, section path, "
-                    "pages and distance (cosine; smaller is closer).",
+        description="Search the collection for TEXT by meaning and by words (hybrid: the "
+                    "nearest chunks by vector and the best by the word index, fused by "
+                    "reciprocal rank) and print the best chunks with source, section path, "
+                    "pages, the fused score and each search's rank.",
         examples=EXAMPLES["query"])
     p.add_argument("text", metavar="TEXT")
     store_options(p)
     p.add_argument("-k", type=int, default=5, metavar="N", help="number of results (default 5)")
+    p.add_argument("--mode", choices=("hybrid", "dense", "lexical"), default="hybrid",
+                   help="hybrid (default): vectors and words fused; dense: vectors only "
+                        "(distance, cosine: smaller is closer); lexical: words only (BM25; "
+                        "no model is loaded)")
     p.add_argument("--where", default=None, metavar="JSON",
                    help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
+    p.add_argument("--contains", default=None, metavar="TEXT",
+                   help="only chunks whose text contains TEXT (exactly, case-sensitive)")
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="embedder for the query (default: the one the collection was built with)")
     p.add_argument("--full", action="store_true", help="print whole chunk texts")
@@ -183,7 +191,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                         follow_symlinks=args.follow_symlinks, rebuild=args.rebuild,
                         dry_run=args.dry_run,
                         max_file_size=parse_size(args.max_file_size),
-                        file_timeout=args.file_timeout, on_wait=waiting, **store_location(args))
+                        file_timeout=args.file_timeout, on_wait=waiting,
+                        lexical=lexical_option(args), **store_location(args))
     finally:
         for b in bars:
             b.close()
@@ -308,7 +317,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from ..chroma.store import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_MAX_NEIGHBORS, Store,
                                 connect, open_embedder, persist_directory)
-    from ..chroma.health import check, heal
+    from ..chroma.health import check, check_lexical, heal
     from ..chroma.locking import WriteLock
 
     loc = store_location(args)
@@ -319,12 +328,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     with guard:
         embedder = open_embedder(c, loc["collection"], args.embedder, load=args.repair)
         store = Store(c, loc["collection"], embedder, create=False,
-                      retry_delays=loc["retry_delays"])
+                      retry_delays=loc["retry_delays"], lexical=lexical_option(args))
         health, after = heal(store, store.embedder) if args.repair else (check(store),) * 2
+        words = check_lexical(store)
+        if args.repair and not words.ok:
+            store.sync_lexical()
+        words_after = check_lexical(store) if args.repair and not words.ok else words
+        store.close()
     out = health.to_dict()
+    out["lexical"] = words.to_dict()
     if args.repair:
-        out["repaired"] = after.ok
-        out["after"] = after.to_dict()
+        out["repaired"] = after.ok and words_after.ok
+        out["after"] = {**after.to_dict(), "lexical": words_after.to_dict()}
     if args.json:
         print(json.dumps(out))
     else:
@@ -333,6 +348,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.repair and not health.ok:
             print(f"repaired: {after.records} records, healthy" if after.ok else
                   f"not repaired: {after.summary()}")
+        print(f"lexical index: {words.summary()}")
+        if not words.ok:
+            print(f"lexical index rebuilt from the stored records: {words_after.summary()}"
+                  if args.repair else "`chunkwise check --repair` indexes the stored records "
+                  "again (nothing is embedded)")
         if health.narrow_graph:
             print(f"the index graph was built with max_neighbors {health.graph[0]} and "
                   f"ef_construction {health.graph[1]}: "
@@ -348,17 +368,21 @@ def cmd_check(args: argparse.Namespace) -> int:
     # --repair fails while anything is still wrong; a plain check only when the collection
     # is not usable (a vector lost, an index that does not answer, or more unreachable
     # records than an approximate graph leaves)
-    return 0 if (after.ok if args.repair else health.usable) else 1
+    return 0 if (after.ok and words_after.ok if args.repair else health.usable and words.ok) \
+        else 1
 
 
 # -- query ----------------------------------------------------------------------------------
 def cmd_query(args: argparse.Namespace) -> int:
-    from ..chroma.queries import query
+    from ..chroma.search import search
 
     where = where_filter(args.where)
     if args.expand == "section" and args.expand_tokens < 1:  # bad usage before any work
         raise ConfigError("--expand-tokens must be a positive integer")
-    hits = query(args.text, k=args.k, where=where, embedder=args.embedder, **store_location(args))
+    if args.contains is not None and not args.contains:
+        raise ConfigError("--contains needs a text")
+    hits = search(args.text, k=args.k, mode=args.mode, where=where, contains=args.contains,
+                  embedder=args.embedder, lexical=lexical_option(args), **store_location(args))
     if args.expand == "section":
         from ..chroma.queries import expand_hits
 
@@ -374,13 +398,25 @@ def cmd_query(args: argparse.Namespace) -> int:
         if h.page_start is not None:
             pages = (f" p.{h.page_start}" if h.page_start == h.page_end
                      else f" p.{h.page_start}-{h.page_end}")
-        print(f"{rank}. {display_name(h.source)}{pages}  (distance {h.distance:.3f}, "
-              f"{h.space})  {display_name(where_in)}")
+        print(f"{rank}. {display_name(h.source)}{pages}  ({how_found(h)})  "
+              f"{display_name(where_in)}")
         text = h.text if args.full else preview(h.text, 300, keep_lines=_is_code(h))
         print("   " + "\n   ".join(display_name(line.expandtabs(4)) for line in text.split("\n")))
     if not hits:
         print("no results", file=sys.stderr)
     return 0
+
+
+def how_found(h: Any) -> str:
+    """A hit's scores in one line: `score 0.0325: dense #3, lexical #1; distance 0.456,
+    cosine` (hybrid), `distance 0.456, cosine` (dense), `BM25 7.20` (lexical)."""
+    distance = "" if h.distance is None else f"distance {h.distance:.3f}, {h.space}"
+    if h.score is None:
+        return distance
+    if h.distance is None:
+        return f"BM25 {h.score:.2f}"
+    legs = ", ".join(f"{leg} #{h.ranks[leg]}" for leg in ("dense", "lexical") if leg in h.ranks)
+    return f"score {h.score:.4f}: {legs}; {distance}"
 
 
 def where_filter(text: str | None) -> dict[str, Any] | None:

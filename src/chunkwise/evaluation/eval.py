@@ -180,7 +180,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              retry_delays: Sequence[float] | None = None, timeout: float | None = None,
              cwd: str | os.PathLike | None = None, strategy: str | None = None,
              exact: bool = False, relevance: str = "overlap",
-             expand_tokens: int | None = None) -> EvalReport:
+             expand_tokens: int | None = None, mode: str = "dense",
+             lexical: Any = True) -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
 
     With `expand_tokens`, each retrieved chunk is replaced by its parent section cut to that
@@ -196,13 +197,22 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     `relevance` is how much of a reference span a chunk must hold to be relevant: `overlap`,
     `most` or `whole` (see the module docstring).
 
+    `mode` is the search asked: `dense` (the vectors, default), `hybrid` (vectors and the
+    lexical index fused, what `chunkwise query` does) or `lexical` (`chunkwise.chroma.search`);
+    `exact` ranks the vectors alone, so it takes `dense` only.
+
     Raises `QuestionsError` when a question's source is not in the collection, `StoreError`
     when the collection cannot be read, `ConfigError` for an unknown `relevance`."""
     from ..chroma.queries import iter_collection, query, search_exact
     from ..chroma.store import RETRY_DELAYS
 
+    from ..chroma.search import check_mode, search
+
     ks = parse_ks(ks)
     check_relevance(relevance)
+    if check_mode(mode) != "dense" and exact:
+        raise ConfigError("exact retrieval ranks the vectors alone: use mode dense, or leave "
+                          "out exact")
     location = {"client": client, "db_path": db_path, "host": host, "port": port,
                 "collection": collection}
     if timeout is not None:
@@ -252,15 +262,21 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     if exact:
         answers = search_exact([q.question for q in qset.questions], k=max(ks),
                                embedder=embedder, **location)
-    else:
+    elif mode == "dense":
         delays = RETRY_DELAYS if retry_delays is None else retry_delays
         answers = (query(q.question, k=max(ks), embedder=embedder, retry_delays=delays,
                          **location) for q in qset.questions)
+    else:
+        delays = RETRY_DELAYS if retry_delays is None else retry_delays
+        answers = (search(q.question, k=max(ks), mode=mode, embedder=embedder,
+                          retry_delays=delays, lexical=lexical, **location)
+                   for q in qset.questions)
     results = []
     for i, (q, hits) in enumerate(zip(qset.questions, answers)):
         retrieved = [RetrievedChunk(h.source, int(h.metadata.get("start", 0)),
                                     int(h.metadata.get("end", 0)), count_units(h.text),
-                                    h.distance, int(h.metadata.get("tokens") or 0))
+                                    h.distance if h.distance is not None else float("nan"),
+                                    int(h.metadata.get("tokens") or 0))
                      for h in hits]
         if expand_tokens:
             retrieved = [expanded(c, h.metadata) for c, h in zip(retrieved, hits)]
@@ -413,8 +429,13 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     from ..embeddings.functions import cached_embedder, resolve_embedder
     from .peers import PEERS
 
+    from ..chroma.search import check_mode, search
+
     ks = parse_ks(ks)
     check_relevance(relevance)
+    if check_mode(mode) != "dense" and exact:
+        raise ConfigError("exact retrieval ranks the vectors alone: use mode dense, or leave "
+                          "out exact")
     names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
     if not names:
         raise ConfigError("no strategies to compare")

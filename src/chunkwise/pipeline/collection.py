@@ -113,7 +113,8 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
     collection, root = opts.collection, opts.root
     if opts.rebuild:
         _drop(c, collection, opts.retry_delays)
-    store = Store(c, collection, emb, create=True, retry_delays=opts.retry_delays)
+    store = Store(c, collection, emb, create=True, retry_delays=opts.retry_delays,
+                  lexical=opts.lexical)
     held = store.count()
     # a collection that holds nothing is named from no root, whatever an earlier run recorded
     recorded = store.root if held else None
@@ -124,6 +125,7 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
             "rebuild it once with --rebuild (API: rebuild=True), or use another --collection")
     the_root = choose_root(paths if paths is not None else [root], root, recorded, collection)
     repaired = _heal_if_damaged(store, emb)
+    store.sync_lexical()  # both legs hold the same ids before anything is called unchanged
     t0 = time.perf_counter()
     if paths is not None:
         found = discover(paths, root=the_root, follow_symlinks=opts.follow_symlinks,

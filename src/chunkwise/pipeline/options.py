@@ -178,7 +178,10 @@ class IngestOptions:
     - store: a Chroma `client`, a server at `host`/`port`, or an embedded database at
       `db_path` (default `chunkwise-db`), locked for the run: another writer is waited for
       up to `wait` seconds (`on_wait` is told who holds it); `collection`; `timeout` and
-      `retry_delays` bound the requests to the store.
+      `retry_delays` bound the requests to the store; `lexical`: the collection's word
+      index for hybrid search (`chunkwise.chroma.lexical`), written with the vectors: True
+      (default) keeps it in an embedded database's folder, a path puts it there (the one way
+      to have one for a server), False writes none.
     - chunking: `chunker`, or one built from `max_tokens`, `tokenizer` and `overlap`;
       `format` reads every file as that format.
     - embedding: `embedder` (a spec or an object; default `minilm`), on `device` (`auto`: a
@@ -224,6 +227,7 @@ class IngestOptions:
     progress: Callable[[IngestProgress], None] | None = None
     on_wait: Callable[[str], None] | None = None
     retry_delays: Sequence[float] = RETRY_DELAYS
+    lexical: str | os.PathLike | bool = True
 
     @classmethod
     def of(cls, options: IngestOptions | None, given: Mapping[str, Any]) -> IngestOptions:
