@@ -56,6 +56,8 @@ class Progress:
         """`files` done so far (of `total`), `chunks` made or written so far, `rate` in chunks
         per second (default: chunks over the time since the start); `texts` embedded of
         `texts_total` known to need it so far, at `texts_rate` a second."""
+        if self.stopped.is_set():  # a thread telling after the end (an interrupt) draws nothing
+            return
         now = time.monotonic()
         if rate is None:
             rate = chunks / (now - self.start) if now > self.start else 0.0

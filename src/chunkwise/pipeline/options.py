@@ -142,6 +142,17 @@ class IngestReport:
         return self.formats.setdefault(fmt or "unknown", FormatBill())
 
 
+class IngestInterrupted(KeyboardInterrupt):
+    """A Ctrl-C stopped an ingest after what it had embedded was written: its message is the
+    one line the CLI prints (`interrupted after N of M texts; K kept, rerun to finish`);
+    `report` is the run so far. A `KeyboardInterrupt`, so a caller's handler still sees it."""
+
+    def __init__(self, embedded: int, known: int, kept: int, report: IngestReport) -> None:
+        super().__init__(f"interrupted after {embedded} of {known} texts; {kept} kept, "
+                         "rerun to finish")
+        self.embedded, self.known, self.kept, self.report = embedded, known, kept, report
+
+
 @dataclass(frozen=True)
 class IngestProgress:
     """Passed to the `progress` callback after each file is prepared, each slice of texts

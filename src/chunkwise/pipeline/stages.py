@@ -184,6 +184,9 @@ class FilePlan:
     stale: list[str]
     vectors: list[Vector | None] = field(default_factory=list)
     """The vectors of `embed`, in order, filled in by stage 3 (None until then)."""
+    fresh: int = 0
+    """How many of `embed` carry a text first embedded in this run (what an interrupted run
+    says it kept)."""
 
 
 def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Metadata],
