@@ -67,6 +67,9 @@ class IngestReport:
     """Files found under the paths given (and read or skipped as unchanged)."""
     chunks: int = 0
     """Chunks those files have now (stored or written)."""
+    records: int = 0
+    """Records those files have now (a record per distinct embed text of a file): the same
+    figure on a first run and on a rerun that finds them unchanged."""
     skipped: int = 0
     """Files already up to date: not parsed, nothing written."""
     changed: int = 0
@@ -121,7 +124,8 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "files": self.files, "chunks": self.chunks, "skipped": self.skipped,
+            "files": self.files, "chunks": self.chunks, "records": self.records,
+            "skipped": self.skipped,
             "changed": self.changed, "written": self.written, "embedded": self.embedded,
             "reused": self.reused, "updated": self.updated, "deleted": self.deleted,
             "pruned_files": self.pruned_files, "pruned_chunks": self.pruned_chunks,
@@ -168,6 +172,8 @@ class IngestProgress:
     """Texts embedded so far."""
     texts_to_embed: int = 0
     """Texts known so far to need embedding (grows while files are read)."""
+    chunks_made: int = 0
+    """Chunks the files read so far have (made now, or stored for unchanged files)."""
 
     @property
     def rate(self) -> float:
