@@ -18,8 +18,9 @@ from typing import Any, TextIO
 
 #: seconds between two plain lines when stderr is not a terminal
 EVERY = 5.0
-#: a time left for the files is shown once this many files and seconds measure a rate
-MEASURED_FILES, MEASURED_SECONDS = 2, 2.0
+#: a rate is shown once this many seconds measure it, and a time left for the files once
+#: this many files have been read as well (a line at once read `0:00 left`, 100,000 chunks/s)
+MEASURED_FILES, MEASURED_SECONDS = 2, 1.0
 
 
 class Progress:
@@ -58,14 +59,15 @@ class Progress:
                texts_total: int = 0, texts_rate: float | None = None,
                written: int | None = None) -> None:
         """`files` done so far (of `total`), `chunks` made so far, `rate` in chunks per
-        second (default: chunks over the time since the start); `texts` embedded of
+        second (default: chunks over the time since the start, once `MEASURED_SECONDS` have
+        passed; none before); `texts` embedded of
         `texts_total` known to need it so far, at `texts_rate` a second; `written`: records
         written so far (default `chunks`)."""
         if self.stopped.is_set():  # a thread telling after the end (an interrupt) draws nothing
             return
         now = time.monotonic()
-        if rate is None:
-            rate = chunks / (now - self.start) if now > self.start else 0.0
+        if rate is None and now - self.start >= MEASURED_SECONDS:  # else none shown yet
+            rate = chunks / (now - self.start)
         with self.lock:
             # the total shown only grows: texts known so far, never an estimate that a
             # later file proves too high (issue 45: 0/948 texts became 0/880)
@@ -102,7 +104,8 @@ class Progress:
         eta = ""
         if 0 < files < self.total and (files >= MEASURED_FILES and elapsed >= MEASURED_SECONDS):
             eta = f", about {_clock(elapsed / files * (self.total - files))} left"
-        return files, self.total, "files", f"{chunks} chunks, {s['rate']:.1f} chunks/s{eta}"
+        speed = "" if s["rate"] is None else f", {s['rate']:.1f} chunks/s"
+        return files, self.total, "files", f"{chunks} chunks{speed}{eta}"
 
     def _line(self, now: float) -> None:
         self.last = now
