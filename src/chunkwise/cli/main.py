@@ -305,7 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"chunkwise: {where}: {e.strerror or e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # one line where the command says what it kept
+        print(display_name(str(e) or "interrupted"), file=sys.stderr)
         return 130
 
 

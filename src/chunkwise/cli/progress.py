@@ -18,6 +18,9 @@ from typing import Any, TextIO
 
 #: seconds between two plain lines when stderr is not a terminal
 EVERY = 5.0
+#: a rate is shown once this many seconds measure it, and a time left for the files once
+#: this many files have been read as well (a line at once read `0:00 left`, 100,000 chunks/s)
+MEASURED_FILES, MEASURED_SECONDS = 2, 1.0
 
 
 class Progress:
@@ -31,6 +34,7 @@ class Progress:
         self.start = time.monotonic()
         self.last: float | None = None  # when the last plain line was written
         self.state: dict[str, Any] | None = None
+        self.texts_total = 0
         self.lock = threading.Lock()
         self.bar: Any = None
         self.stopped = threading.Event()
@@ -52,16 +56,25 @@ class Progress:
             self.ticker.start()
 
     def update(self, *, files: int, chunks: int, rate: float | None = None, texts: int = 0,
-               texts_total: int = 0, texts_rate: float | None = None) -> None:
-        """`files` done so far (of `total`), `chunks` made or written so far, `rate` in chunks
-        per second (default: chunks over the time since the start); `texts` embedded of
-        `texts_total` known to need it so far, at `texts_rate` a second."""
+               texts_total: int = 0, texts_rate: float | None = None,
+               written: int | None = None) -> None:
+        """`files` done so far (of `total`), `chunks` made so far, `rate` in chunks per
+        second (default: chunks over the time since the start, once `MEASURED_SECONDS` have
+        passed; none before); `texts` embedded of
+        `texts_total` known to need it so far, at `texts_rate` a second; `written`: records
+        written so far (default `chunks`)."""
+        if self.stopped.is_set():  # a thread telling after the end (an interrupt) draws nothing
+            return
         now = time.monotonic()
-        if rate is None:
-            rate = chunks / (now - self.start) if now > self.start else 0.0
+        if rate is None and now - self.start >= MEASURED_SECONDS:  # else none shown yet
+            rate = chunks / (now - self.start)
         with self.lock:
+            # the total shown only grows: texts known so far, never an estimate that a
+            # later file proves too high (issue 45: 0/948 texts became 0/880)
+            self.texts_total = max(self.texts_total, texts_total)
             self.state = {"files": files, "chunks": chunks, "rate": rate, "texts": texts,
-                          "texts_total": texts_total, "texts_rate": texts_rate}
+                          "texts_total": self.texts_total, "texts_rate": texts_rate,
+                          "written": chunks if written is None else written}
             if self.bar is not None:
                 done, total, unit, rest = self._describe(now)
                 self.bar.total = max(total, 1)
@@ -76,22 +89,23 @@ class Progress:
         """(done, total, unit, the rest) of the phase that takes the time now: a line reads
         `done/total unit, the rest`."""
         s = self.state or {"files": 0, "chunks": 0, "rate": 0.0, "texts": 0,
-                           "texts_total": 0, "texts_rate": None}
+                           "texts_total": 0, "texts_rate": None, "written": 0}
         files, chunks, texts, known = s["files"], s["chunks"], s["texts"], s["texts_total"]
         read = f"{files}/{self.total} files"
+        elapsed = now - self.start
         if known and (texts < known or files < self.total):
-            # embedding: the texts known so far, scaled to the files not read yet
-            total = known if files >= self.total or not files else \
-                max(known, round(known * self.total / files))
+            # embedding: of the texts known so far (more may come while files are read);
+            # a time left only from a rate measured on texts embedded
             speed = s["texts_rate"] if s["texts_rate"] is not None else \
-                texts / (now - self.start) if now > self.start else 0.0
-            eta = f", about {_clock((total - texts) / speed)} left" if speed > 0 else ""
-            return texts, total, "texts embedded", (f"{speed:.1f}/s{eta}, {read}, {chunks} "
-                                                    "chunks written")
+                texts / elapsed if texts and elapsed > 0 else 0.0
+            eta = f", about {_clock((known - texts) / speed)} left" if speed > 0 else ""
+            return texts, known, "texts embedded", (f"{speed:.1f}/s{eta}, {read}, "
+                                                    f"{s['written']} chunks written")
         eta = ""
-        if 0 < files < self.total:
-            eta = f", about {_clock((now - self.start) / files * (self.total - files))} left"
-        return files, self.total, "files", f"{chunks} chunks, {s['rate']:.1f} chunks/s{eta}"
+        if 0 < files < self.total and (files >= MEASURED_FILES and elapsed >= MEASURED_SECONDS):
+            eta = f", about {_clock(elapsed / files * (self.total - files))} left"
+        speed = "" if s["rate"] is None else f", {s['rate']:.1f} chunks/s"
+        return files, self.total, "files", f"{chunks} chunks{speed}{eta}"
 
     def _line(self, now: float) -> None:
         self.last = now

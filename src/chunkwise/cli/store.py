@@ -231,9 +231,10 @@ def show_ingest(bar: Any, p: Any) -> None:
     embedded) are per second of the run so far, not per second of embedding: where the
     embedder waits for the store (a GPU, a fast embedder) the run goes at the store's pace,
     and a rate over embedding time alone would overstate it many times (a hash embedder's
-    run showed 16,000 chunks/s for 770) and give a time left that is too short."""
-    bar.update(files=p.files_done, chunks=p.chunks_written, texts=p.texts_embedded,
-               texts_total=p.texts_to_embed)
+    run showed 16,000 chunks/s for 770) and give a time left that is too short. While files
+    are read it counts the chunks made; while texts are embedded, the records written."""
+    bar.update(files=p.files_done, chunks=p.chunks_made, texts=p.texts_embedded,
+               texts_total=p.texts_to_embed, written=p.chunks_written)
 
 
 def _summary(r: Any) -> str:
@@ -241,7 +242,7 @@ def _summary(r: Any) -> str:
     if r.dry_run:
         return _dry_summary(r)
     text = (f"{r.files} files ({r.skipped} unchanged, {r.changed} written, {len(r.failed)} "
-            f"failed{_passed_over(r)}), {r.chunks} chunks: {r.written} written ({r.embedded} "
+            f"failed{_passed_over(r)}), {r.records} records: {r.written} written ({r.embedded} "
             f"embedded, {r.reused} reused), {r.updated} updated, {r.deleted} deleted")
     if r.pruned_files:
         text += f"; pruned {r.pruned_files} files ({r.pruned_chunks} chunks)"

@@ -23,6 +23,7 @@ that never import the caller's main module, so a script without an `if __name__ 
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import threading
 import types
@@ -101,9 +102,14 @@ class EmbeddingProcess:
         return replace(local, embed=self.embed, load=self.load,
                        overflowing=self.overflowing if local.overflowing is not None else None)
 
-    def close(self) -> None:
+    def close(self, *, now: bool = False) -> None:
+        """Ask the process to leave (killed after `CLOSE_WAIT` s); `now`: kill it at once
+        (after a Ctrl-C: the slice it embeds is not waited for)."""
         if self.process is None:
             return
+        if now and self.process.is_alive():
+            self.process.kill()
+            self.process.join()
         if self.process.is_alive():
             try:
                 self.conn.send(None)
@@ -125,6 +131,7 @@ class EmbeddingProcess:
 def serve(conn: Any, spec: str, device: str) -> None:
     """The child's loop: build the embedder, then answer requests until None or EOF (the
     parent gone, e.g. killed: the child leaves with it)."""
+    ignore_interrupts()
     try:
         from .functions import resolve_embedder
 
@@ -200,8 +207,34 @@ def main_hidden() -> Iterator[None]:
 class _Process(SpawnProcess):
     @staticmethod
     def _Popen(process_obj: Any) -> Any:
-        with main_hidden():
+        with main_hidden(), _interrupts_blocked():
             return SpawnProcess._Popen(process_obj)
+
+
+@contextmanager
+def _interrupts_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while a child starts, so the child starts with it
+    blocked (a signal mask survives exec): a Ctrl-C, which the terminal sends to every
+    process of the group, cannot print a `KeyboardInterrupt` traceback from a child still
+    importing. The child then ignores it for good (`ignore_interrupts`): the parent decides
+    what an interrupt means, and ends its children."""
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None:  # pragma: no cover - Windows
+        yield
+        return
+    old = block(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, old)
+
+
+def ignore_interrupts() -> None:
+    """In a child chunkwise started: SIGINT ignored, then unblocked (see
+    `_interrupts_blocked`); a Ctrl-C pending since its start is dropped with it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class _Context(SpawnContext):

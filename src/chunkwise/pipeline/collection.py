@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from ..chroma.locking import WriteLock
 from ..chroma.store import (DEFAULT_DB, SourceState, Store, StoreError, connect,
                             persist_directory)
-from .discover import Discovery, default_root, discover, inside, resolve_root, unsupported_summary
+from .discover import (Discovery, default_root, discover, inside, resolve_root,
+                       still_a_document, unsupported_summary)
 from .options import IngestOptions, IngestReport, check_limits, writer_count
 from .stages import Planner, PrepareOptions, options_fingerprint
 
@@ -207,15 +208,18 @@ def prune_gone(run: Run) -> None:
 
 def gone_sources(found: Discovery, states: dict[str, SourceState], report: IngestReport
                  ) -> set[str]:
-    """The stored sources under the paths given whose files are really gone: not found,
-    skipped or failed in this run, and not on disk under the root (what `prune` deletes)."""
-    present = {f.source for f in found.files} | {s for s, _ in found.skipped} | \
-        {s for s, _ in report.failed}
+    """The stored sources under the paths given that are no longer a document (what `prune`
+    deletes): not read in this run, and not a regular file by that name on disk
+    (`discover.still_a_document`): gone, replaced by a folder, a FIFO or a dangling link, or
+    now a link to another file of the root (whose own name holds its chunks). A file there
+    but skipped or failed in this run (too large, no permission) keeps its chunks."""
+    del report  # what failed is judged on disk as the rest is (a failed read is no proof)
+    present = {f.source for f in found.files}
     gone = set()
     for source in states:
         if source in present or not any(_under(source, scope) for scope in found.scopes):
             continue
-        if os.path.lexists(found.root / source):
+        if still_a_document(found.root / source, found.root):
             continue
         gone.add(source)
     return gone

@@ -6,6 +6,12 @@ platform. The root is resolved (absolute, symlinks resolved), and so is the fold
 file named on the command line, so `docs/`, `/abs/path/docs` and `.` from inside it give
 the same names, from any working directory.
 
+Identity is what a file is, not the names that reach it: a symlink to a file inside the root
+is read under its target's real name (once, however many links reach it), so the store never
+depends on which name sorts first, and a fresh and an incremental run name it alike; a link to
+a hidden file is skipped with its reason. Hard links are separate names of equal standing and
+stay separate documents.
+
 Safety: only regular files are read. FIFOs, devices and sockets are skipped (reading a FIFO
 blocks for ever, `/dev/zero` never ends); a symlink whose target lies outside the root is
 skipped unless `follow_symlinks`; a symlinked folder inside the root is not walked twice; a
@@ -207,7 +213,7 @@ class _Walker:
                 if is_link and not self._link_allowed(path, folder=True):
                     continue
                 subfolders.append(path)
-            elif self.known(entry.name):
+            elif is_link or self.known(entry.name):  # a link: known by its target's name
                 self.file(path, explicit=False)
             else:
                 self.found.unsupported.append(relative_source(path, self.root)
@@ -234,7 +240,17 @@ class _Walker:
             if not path.exists():
                 self.skip(path, "broken symlink")
                 return
-            if not explicit and not self._link_allowed(path, folder=False):
+            target = path.resolve()
+            if inside(target, self.root):  # an alias: the file is read under its real name
+                if any(part.startswith(".") for part in target.relative_to(self.root).parts):
+                    self.skip(path, "symlink to a hidden file (not read)")
+                    return
+                if not explicit and not self.known(target.name):
+                    self.found.unsupported.append(relative_source(path, self.root)
+                                                  or file_source(path))
+                    return
+                path = target
+            elif not explicit and not self._link_allowed(path, folder=False):
                 return
         try:
             st = path.stat()
@@ -257,6 +273,32 @@ class _Walker:
             return
         self.seen.add(key)
         self.found.files.append(FileTask(path=str(path), source=source, size=st.st_size))
+
+
+def still_a_document(path: Path, root: Path) -> bool:
+    """Whether `path` (a stored source under the resolved `root`) is still a file that is
+    that document: a regular file by that very name, or a link out of the root to one (read
+    by its own name with `follow_symlinks`). A folder, a FIFO, a dangling link, a link to a
+    file inside the root (an alias: the document is its target) or a name reached through a
+    symlinked folder inside the root is not. Where it cannot be known (a folder on the way
+    that cannot be searched) it is."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    parent = Path(os.path.realpath(path.parent))
+    if parent != path.parent and inside(parent, root):
+        return False  # reached through a folder link inside the root: walked where it is
+    if stat.S_ISREG(st.st_mode):
+        return True
+    if not stat.S_ISLNK(st.st_mode) or inside(path.resolve(), root):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def unreadable_kind(mode: int) -> str:

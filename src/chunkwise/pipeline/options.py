@@ -67,6 +67,9 @@ class IngestReport:
     """Files found under the paths given (and read or skipped as unchanged)."""
     chunks: int = 0
     """Chunks those files have now (stored or written)."""
+    records: int = 0
+    """Records those files have now (a record per distinct embed text of a file): the same
+    figure on a first run and on a rerun that finds them unchanged."""
     skipped: int = 0
     """Files already up to date: not parsed, nothing written."""
     changed: int = 0
@@ -121,7 +124,8 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "files": self.files, "chunks": self.chunks, "skipped": self.skipped,
+            "files": self.files, "chunks": self.chunks, "records": self.records,
+            "skipped": self.skipped,
             "changed": self.changed, "written": self.written, "embedded": self.embedded,
             "reused": self.reused, "updated": self.updated, "deleted": self.deleted,
             "pruned_files": self.pruned_files, "pruned_chunks": self.pruned_chunks,
@@ -142,6 +146,17 @@ class IngestReport:
         return self.formats.setdefault(fmt or "unknown", FormatBill())
 
 
+class IngestInterrupted(KeyboardInterrupt):
+    """A Ctrl-C stopped an ingest after what it had embedded was written: its message is the
+    one line the CLI prints (`interrupted after N of M texts; K kept, rerun to finish`);
+    `report` is the run so far. A `KeyboardInterrupt`, so a caller's handler still sees it."""
+
+    def __init__(self, embedded: int, known: int, kept: int, report: IngestReport) -> None:
+        super().__init__(f"interrupted after {embedded} of {known} texts; {kept} kept, "
+                         "rerun to finish")
+        self.embedded, self.known, self.kept, self.report = embedded, known, kept, report
+
+
 @dataclass(frozen=True)
 class IngestProgress:
     """Passed to the `progress` callback after each file is prepared, each slice of texts
@@ -157,6 +172,8 @@ class IngestProgress:
     """Texts embedded so far."""
     texts_to_embed: int = 0
     """Texts known so far to need embedding (grows while files are read)."""
+    chunks_made: int = 0
+    """Chunks the files read so far have (made now, or stored for unchanged files)."""
 
     @property
     def rate(self) -> float:

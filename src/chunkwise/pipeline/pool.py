@@ -15,11 +15,12 @@ import os
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Iterator
 
 from ..chroma.store import SourceState
-from ..embeddings.process import sendable, spawn_context
+from ..embeddings.process import ignore_interrupts, sendable, spawn_context
 from .discover import FileTask
 from .stages import Prepared, PrepareOptions, prepare
 
@@ -61,7 +62,7 @@ def _pooled(todo: deque[FileTask], states: dict[str, SourceState], opts: Prepare
     from concurrent.futures.process import BrokenProcessPool
 
     suspects: list[FileTask] = []
-    with _pool(workers, opts) as pool:
+    with _pool(workers, opts) as pool, _ended_on_interrupt(pool):
         pending: deque[tuple[FileTask, Future[Prepared]]] = deque()
 
         def fill() -> None:
@@ -82,6 +83,24 @@ def _pooled(todo: deque[FileTask], states: dict[str, SourceState], opts: Prepare
             fill()
     for task in suspects:
         yield _alone(task, states.get(task.source), opts)
+
+
+@contextmanager
+def _ended_on_interrupt(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """The pool's workers killed when the block is left by a Ctrl-C (or the consumer
+    stops): leaving the pool would otherwise wait for the files they parse, up to
+    `--file-timeout` each."""
+    try:
+        yield
+    except (KeyboardInterrupt, GeneratorExit):
+        kill = getattr(pool, "kill_workers", None)  # Python >= 3.14
+        if kill is not None:
+            kill()
+        else:  # the executor's own table of its processes (no public way before 3.14)
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
 
 
 def _alone(task: FileTask, stored: SourceState | None, opts: PrepareOptions) -> Prepared:
@@ -112,6 +131,7 @@ _worker_opts: PrepareOptions | None = None
 
 def _worker_init(opts: PrepareOptions, parent: int, level: int) -> None:
     global _worker_opts
+    ignore_interrupts()  # a Ctrl-C is the parent's to handle: it ends the pool
     _worker_opts = opts
     logging.getLogger("chunkwise").setLevel(level)  # its records reach stderr unconfigured
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,

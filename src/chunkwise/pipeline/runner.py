@@ -35,11 +35,12 @@ from ..embeddings.process import EmbeddingProcess
 from ..errors import ConfigError
 from .collection import open_session
 from .dryrun import dry_run
-from .options import IngestOptions, IngestProgress, IngestReport, worker_count
+from .options import (IngestInterrupted, IngestOptions, IngestProgress, IngestReport,
+                      worker_count)
 from .pool import prepared_in_order
 from .threads import LocalRunner
 
-__all__ = ["IngestOptions", "IngestProgress", "IngestReport", "ingest"]
+__all__ = ["IngestInterrupted", "IngestOptions", "IngestProgress", "IngestReport", "ingest"]
 
 
 def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = None, /,
@@ -57,6 +58,9 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
     `device` is where the default embedder runs (`auto`: a GPU when there is one).
     `dry_run` reads, parses and chunks only, and reports what would be embedded and written
     (per format: `report.formats`), creating and writing nothing (`pipeline.dryrun`).
+
+    A Ctrl-C (KeyboardInterrupt) writes what is embedded and raises `IngestInterrupted`
+    (a KeyboardInterrupt) saying how much was kept: the next run reuses it.
 
     Raises `StoreError` when the store is unreachable after retries, refuses a write, or
     was built from another root; `LockedError` when another process keeps writing;
@@ -79,6 +83,12 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
             for prepared in prepared_in_order(run.found.files, run.states, run.opts, workers):
                 runner.take(prepared)
             runner.finish()
+        except KeyboardInterrupt as e:  # Ctrl-C: write what is embedded, then say so
+            if isinstance(e, IngestInterrupted):
+                raise
+            if away is not None:
+                away.close(now=True)  # the slice it embeds is not waited for
+            raise IngestInterrupted(*runner.interrupt(), run.report) from None
         finally:
             runner.close()
             if away is not None:

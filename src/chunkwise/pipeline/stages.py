@@ -184,6 +184,11 @@ class FilePlan:
     stale: list[str]
     vectors: list[Vector | None] = field(default_factory=list)
     """The vectors of `embed`, in order, filled in by stage 3 (None until then)."""
+    records: int = 0
+    """The records the file has once written (one per distinct embed text)."""
+    fresh: int = 0
+    """How many of `embed` carry a text first embedded in this run (what an interrupted run
+    says it kept)."""
 
 
 def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Metadata],
@@ -234,7 +239,7 @@ def plan_file(source: str, chunks: Sequence[Chunk], stored: Mapping[str, Metadat
         elif dict(old) != meta:
             refresh.append((chunk.id, full))
     stale = [i for i in stored if i not in seen]
-    return FilePlan(source, embed, refresh, stale)
+    return FilePlan(source, embed, refresh, stale, records=records)
 
 
 def write_window(store: Store, plans: Sequence[FilePlan]) -> None:
@@ -298,7 +303,8 @@ class Planner:
             done = r.embedded if texts_embedded is None else texts_embedded
             with self.telling:
                 self.progress(IngestProgress(r.files, self.files_total, r.written,
-                                             embed_seconds, source, done, r.embedded))
+                                             embed_seconds, source, done, r.embedded,
+                                             r.chunks))
 
     def _say(self, p: Prepared) -> None:
         """A file's warnings: per file in the log, except those about an optional part not
@@ -324,11 +330,13 @@ class Planner:
         if p.status == "unchanged":
             r.skipped += 1
             r.chunks += self.states[p.source].stored
+            r.records += self.states[p.source].stored
             return None
         t0 = time.perf_counter()
         stored = self.store.chunks_of(p.source) if p.source in self.states else {}
         plan = plan_file(p.source, p.chunks, stored, p.content_hash, self.options)
         r.chunks += len(p.chunks)
+        r.records += plan.records
         bill = r.bill(p.format)
         bill.files += 1
         bill.bytes += p.size
