@@ -192,7 +192,8 @@ def test_edit_delete_prune_and_rebuild_keep_both_legs_equal(docs, tmp_path):
     ingest([docs], db_path=db, embedder=HASH, workers=1, prune=True)
     assert in_step(db)
     assert [h.source for h in search("zanzibar", db_path=db, mode="lexical", k=1)] == ["doc1.md"]
-    assert search("topic2x1", db_path=db, mode="lexical", k=5) == []
+    assert all(h.source != "doc2.md" for h in search("topic2x1", db_path=db, mode="lexical",
+                                                     k=50))
     report = ingest([docs], db_path=db, embedder=HASH, workers=1)
     assert report.written == 0 and in_step(db)
     ingest([docs], db_path=db, embedder=HASH, workers=1, rebuild=True)
@@ -265,7 +266,8 @@ def test_a_server_collection_keeps_its_lexical_index_in_a_named_file(docs, serve
     lex_file = tmp_path / "server-lexical.sqlite3"
     ingest([docs], embedder=HASH, workers=1, lexical=lex_file, **remote)
     hits = search("topic3x2", embedder=HASH, k=3, lexical=lex_file, **remote)
-    assert hits[0].source == "doc3.md" and hits[0].ranks.get("lexical") == 1
+    best_words = [h for h in hits if h.ranks.get("lexical") == 1]  # hash vectors rank nothing
+    assert best_words and best_words[0].source == "doc3.md"
     with pytest.raises(StoreError, match="server keeps no lexical index"):
         search("topic3x2", mode="lexical", **remote)
     dense = search("topic3x2", embedder=HASH, k=3, **remote)  # said once, dense only

@@ -10,7 +10,7 @@ application asks), `search_exact` (brute force over every stored vector, for eva
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import ChunkwiseError, ConfigError, StoreError
@@ -136,8 +136,7 @@ def expand_hits(hits: Sequence[Hit], *, tokens: int, client: Any = None,
         e = expand(inside, at, max(tokens, inside[at].tokens))
         meta = {**h.metadata, "start": e.start, "end": e.end, "tokens": e.tokens,
                 "expanded": e.chunks}
-        out.append(Hit(h.id, h.source, e.text, h.distance, h.section_path, h.page_start,
-                       h.page_end, h.context, meta, h.space))
+        out.append(replace(h, text=e.text, metadata=meta))  # its scores and ranks kept
     return out
 
 
