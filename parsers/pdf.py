@@ -45,7 +45,7 @@ import threading
 import unicodedata
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any, Iterator
 
@@ -69,6 +69,12 @@ MAX_PAGE_CONTENT = 4 << 20
 #: one. Enforced only in the main thread on Unix (a signal timer, see `_cpu_deadline`);
 #: elsewhere `MAX_PAGE_CONTENT` alone holds.
 PAGE_SECONDS = 10.0
+#: Decoded content-stream bytes extracted from one file at most (the corpus's largest PDF
+#: holds 3 MB; a 2,000-page book about 40 MB). Pages sharing one content stream with the
+#: same resources are extracted once and spend it once; past the bound, pages still to be
+#: extracted are left out with one warning (300 pages drawing one 20,000-operator stream
+#: took 4 minutes, each page under the per-page bounds).
+MAX_FILE_CONTENT = 64 << 20
 
 _LEVEL_HEADING = 100  # minus the heading depth
 _LEVEL_PARAGRAPH = 10
@@ -281,7 +287,10 @@ def _metadata_title(reader: Any) -> str:
 def _extract_pages(reader: Any, source: str,
                    warnings: list[str]) -> tuple[list[list[_Line]], int]:
     """Lines of every page, and how many pages failed: a page whose extraction fails is
-    empty, with a warning."""
+    empty, with a warning. Pages drawn by the same content streams with the same resources
+    (one object shared by 300 pages) are extracted once: the others get copies of its lines
+    (or its failure). Each extraction spends its page's content bytes from the file's
+    `MAX_FILE_CONTENT`; a page that would pass it is left out, with one warning for all."""
     pages: list[list[_Line]] = []
     try:
         page_objects = list(reader.pages)
@@ -289,26 +298,59 @@ def _extract_pages(reader: Any, source: str,
         raise
     except Exception as e:
         raise ParseError(source, f"unreadable page tree: {type(e).__name__}: {e}") from e
-    failed = []
+    failed: list[str] = []
+    over: list[int] = []
+    done: dict[Any, int | str] = {}  # content key -> the page index read from it, or why not
+    spent = 0
     for number, page in enumerate(page_objects, 1):
-        try:
-            _check_size(page)
-            with _cpu_deadline(PAGE_SECONDS):
-                pages.append(_page_lines(page))
-        except MemoryError:
-            raise
-        except _OverBound as e:
-            logger.debug("page %d of %s: %s", number, source, e)
-            failed.append(f"{number} ({e})")
-            pages.append([])
-        except Exception as e:  # one broken page should not cost the whole document
-            logger.debug("page %d of %s: %s", number, source, e)
-            failed.append(f"{number} ({type(e).__name__}: {e})")
+        key = pdf_ocr.content_key(page)
+        got = done.get(key) if key is not None else None
+        if isinstance(got, int):
+            pages.append([replace(ln) for ln in pages[got]])
+            continue
+        why = got
+        if why is None:
+            try:
+                size = _check_size(page)
+                if spent + size > MAX_FILE_CONTENT:
+                    over.append(number)
+                    pages.append([])
+                    continue  # (not remembered: a smaller page may still fit)
+                spent += size
+                with _cpu_deadline(PAGE_SECONDS):
+                    pages.append(_page_lines(page))
+            except MemoryError:
+                raise
+            except _OverBound as e:
+                why = str(e)
+            except Exception as e:  # one broken page should not cost the whole document
+                why = f"{type(e).__name__}: {e}"
+            if key is not None:
+                done[key] = why if why is not None else len(pages) - 1
+        if why is not None:
+            logger.debug("page %d of %s: %s", number, source, why)
+            failed.append(f"{number} ({why})")
             pages.append([])
     if failed:
         warnings.append(f"text of {len(failed)} page(s) could not be extracted: "
                         + "; ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
-    return pages, len(failed)
+    if over:
+        warnings.append(f"{len(over)} page(s) left out (pages {_ranges(over)}): the file's "
+                        f"content streams passed {MAX_FILE_CONTENT >> 20} MB decoded, the "
+                        f"bound per file")
+    return pages, len(failed) + len(over)
+
+
+def _ranges(numbers: list[int], most: int = 5) -> str:
+    """`3-7, 9, 12-40` for sorted page numbers (the first `most` runs, then `…`)."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:most])
+    return text + (", …" if len(runs) > most else "")
 
 
 class _OverBound(BaseException):
@@ -316,12 +358,12 @@ class _OverBound(BaseException):
     own `except Exception` around parts of its extraction cannot swallow the deadline."""
 
 
-def _check_size(page: Any) -> None:
-    """Raise `_OverBound` when the page's content streams, decoded, pass `MAX_PAGE_CONTENT`
+def _check_size(page: Any) -> int:
+    """The decoded size of the page's content streams; `_OverBound` past `MAX_PAGE_CONTENT`
     (pypdf keeps each decoded stream, so the extraction does not decode it again)."""
     contents = page.get("/Contents")
     if contents is None:
-        return
+        return 0
     contents = contents.get_object()
     total = 0
     for stream in contents if isinstance(contents, list) else [contents]:
@@ -330,6 +372,7 @@ def _check_size(page: Any) -> None:
             total += len(stream.get_data())
             if total > MAX_PAGE_CONTENT:
                 raise _OverBound(f"content stream over {MAX_PAGE_CONTENT >> 20} MB")
+    return total
 
 
 #: CPU seconds between repeated expiries of `_cpu_deadline`'s timer

@@ -56,6 +56,24 @@ def engine() -> Callable[[Any], Any] | None:
         return None
 
 
+# ------------------------------------------------------------------- shared objects
+def content_key(page: Any) -> Any:
+    """What a page's text and drawing depend on, as object ids: its content streams'
+    references and its resources (their references, or the dictionary as written); None
+    when a content stream is not an indirect object (nothing to share). Pages with equal
+    keys draw the same thing, so their text is read once (`pdf._extract_pages`) and so is
+    their scan (`Scans`)."""
+    from pypdf.generic import IndirectObject
+
+    contents = page.get("/Contents")
+    if contents is None:
+        return None
+    refs = contents if isinstance(contents, list) else [contents]
+    if not refs or not all(isinstance(r, IndirectObject) for r in refs):
+        return None
+    return (tuple((r.idnum, r.generation) for r in refs), repr(page.get("/Resources")))
+
+
 # ---------------------------------------------------------------------------- detection
 def is_scanned(page: Any, visible_chars: int) -> bool:
     """Whether the page is an image of text (see the module docstring)."""

@@ -100,6 +100,10 @@ _MAX_BOXES = 2_000
 #: empty columns at most between a table and a strip of values that joins it
 _STRIP_GAP = 3
 _FEED = 1 << 20
+#: the most bytes of one text (a cell's value, a shared string) read from a part: Excel holds
+#: 32,767 characters in a cell (at most about 230 kB of XML, escaped), and libxml2 refuses a
+#: text past 10 MB; a longer one is cut here, with a warning
+MAX_TEXT_RUN = 1 << 20
 _MAX_ROW, _MAX_COL = 1_048_576, 16_384
 
 #: a cell with a reference and no content (`<c r="B7" s="3"/>`): dropped before parsing, as
@@ -227,7 +231,7 @@ class _Workbook:
             else:
                 self.sheets.append((name, target))
         targets = {kind: t for kind, t in rels.values()}
-        self.strings = _shared_strings(pkg, targets.get("sharedStrings", ""))
+        self.strings = _shared_strings(pkg, targets.get("sharedStrings", ""), self.warnings)
         self.styles = _styles(pkg, targets.get("styles", ""))
         self.title = _title(pkg)
 
@@ -242,11 +246,12 @@ def _title(pkg: Package) -> str:
 
 
 def _events(source: str, part: str, data: bytes, tags: tuple[str, ...],
-            events: tuple[str, ...] = ("end",), drop: re.Pattern[bytes] | None = None
-            ) -> Iterator[Any]:
+            events: tuple[str, ...] = ("end",), drop: re.Pattern[bytes] | None = None,
+            warnings: list[str] | None = None) -> Iterator[Any]:
     """(event, element) of the named elements (local names, in SpreadsheetML's namespaces) of a part's
-    bytes, streamed with entities never resolved; None after each fed megabyte. `drop`:
-    what to cut from the bytes before parsing (never a `<` in a match)."""
+    bytes, streamed with entities never resolved; None after each piece fed (a megabyte or
+    so, see `_fed`). `drop`: what to cut from the bytes before parsing (never a `<` in a
+    match). A text longer than `MAX_TEXT_RUN` is cut there, with one warning in `warnings`."""
     from lxml import etree
 
     refuse_dtd(source, part, data)
@@ -254,21 +259,66 @@ def _events(source: str, part: str, data: bytes, tags: tuple[str, ...],
     parser = etree.XMLPullParser(events=events, tag=[f"{ns}{t}" for t in tags for ns in _NS],
                                  resolve_entities=False, no_network=True, load_dtd=False,
                                  huge_tree=False, remove_comments=True, remove_pis=True)
+    cut = [0]
     try:
-        at = 0
-        while at < len(data):
-            end = at + _FEED
-            if drop is not None and end < len(data):  # cut before a tag: no match is cut
-                end = max(data.rfind(b"<", at, end), at + 1)
-            piece = data[at:end]
-            parser.feed(piece if drop is None else drop.sub(b"", piece))
-            at = end
+        for piece in _fed(data, drop, cut):
+            parser.feed(piece)
             yield from parser.read_events()
             yield None
         parser.close()
         yield from parser.read_events()
     except etree.XMLSyntaxError as e:
         raise ParseError(source, f"part {part} is not well-formed XML: {e}") from e
+    finally:
+        if cut[0] and warnings is not None:
+            warnings.append(f"part {part}: {cut[0]:,} text(s) cut at {MAX_TEXT_RUN:,} bytes, "
+                            f"the bound on one text (an Excel cell holds 32,767 characters)")
+
+
+def _fed(data: bytes, drop: re.Pattern[bytes] | None, cut: list[int]) -> Iterator[bytes]:
+    """The bytes of a part in pieces of about `_FEED`, each ending before a `<` (so that no
+    match of `drop` straddles two pieces, and `drop` is applied to each). Linear in the
+    part for any text length: a stretch without a tag is found with one forward search,
+    never by stepping back a byte at a time (a 10 MB cell was quadratic: hours). Of such a
+    text (a cell's), at most `MAX_TEXT_RUN` bytes are kept, cut where no character or
+    reference is split (UTF-8 parts only; a UTF-16 part is fed whole, in pieces)."""
+    at, n = 0, len(data)
+    utf8 = not data.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in data[:512]
+    while at < n:
+        end = at + _FEED
+        if end >= n:
+            yield drop.sub(b"", data[at:]) if drop is not None else data[at:]
+            return
+        lt = data.rfind(b"<", at + 1, end)
+        if lt > 0:  # the common case: cut before the last tag of the megabyte
+            yield drop.sub(b"", data[at:lt]) if drop is not None else data[at:lt]
+            at = lt
+            continue
+        nxt = data.find(b"<", end)  # a megabyte without a tag: one long text (or tag)
+        nxt = n if nxt < 0 else nxt
+        gt = data.find(b">", at, nxt)  # the end of the tag that opens the stretch
+        head = data[at:gt + 1] if gt >= 0 else b""
+        if head:
+            yield drop.sub(b"", head) if drop is not None else head
+        start = at + len(head)
+        stop = nxt
+        if utf8 and nxt - start > MAX_TEXT_RUN and gt >= 0:
+            stop = _safe_cut(data, start, start + MAX_TEXT_RUN)
+            cut[0] += 1
+        for a in range(start, stop, _FEED):
+            yield data[a:min(a + _FEED, stop)]
+        at = nxt
+
+
+def _safe_cut(data: bytes, start: int, at: int) -> int:
+    """`at`, moved back so that it splits neither a UTF-8 character nor a `&...;`
+    reference of the text that begins at `start`."""
+    amp = data.rfind(b"&", max(start, at - 12), at)
+    if amp >= 0 and data.find(b";", amp, at) < 0:
+        at = amp
+    while at > start and 0x80 <= data[at] < 0xC0:
+        at -= 1
+    return at
 
 
 def _text_of(el: Any) -> str:
@@ -277,11 +327,11 @@ def _text_of(el: Any) -> str:
                              if _local(t.getparent().tag) != "rPh"))
 
 
-def _shared_strings(pkg: Package, part: str) -> list[str]:
+def _shared_strings(pkg: Package, part: str, warnings: list[str]) -> list[str]:
     if not part or part not in pkg:
         return []
     out = []
-    for ev in _events(pkg.source, part, pkg.read(part), ("si",)):
+    for ev in _events(pkg.source, part, pkg.read(part), ("si",), warnings=warnings):
         if ev is not None:
             out.append(_text_of(ev[1]))
             ev[1].clear()
@@ -489,7 +539,7 @@ def _read_sheet(pkg: Package, part: str, book: _Workbook, budget: _Budget) -> _G
         # cells without a value are cut from the bytes before parsing, at C speed
         for ev in _events(pkg.source, part, pkg.read(part), ("row", "v", "is", "col",
                                                               "mergeCell"),
-                          ("start", "end"), _EMPTY_CELL):
+                          ("start", "end"), _EMPTY_CELL, book.warnings):
             if ev is None:  # a megabyte read: drop the elements of the open row already seen
                 if row is not None:
                     row.prune()

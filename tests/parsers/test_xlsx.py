@@ -421,6 +421,47 @@ def test_a_hundred_thousand_cells_in_bounded_time():
     assert len(of_kind(doc, "row")) == 10_000
 
 
+def _long_cell_sheet(text: str) -> str:
+    return ('<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>head</t></is></c>'
+            f'<c r="B1" t="inlineStr"><is><t>{text}</t></is></c></row><row r="2">'
+            '<c r="A2"><v>1</v></c><c r="B2" t="inlineStr"><is><t>tail</t></is></c></row>'
+            '</sheetData>')
+
+
+def test_a_ten_megabyte_cell_is_read_in_linear_time_and_cut_with_one_warning():
+    """Issue 44, item 3: a cell without a tag in its megabyte made the reader step back one
+    byte at a time, searching the buffer before each (2 MB: 22 s; 10 MB, a 12 kB file: past
+    200 s). Now one forward search per stretch: 10 MB in 0.07 s. The text is cut at
+    `MAX_TEXT_RUN` (libxml2 refuses past 10 MB), one warning naming the part and the bound,
+    and the rest of the sheet is kept."""
+    data = workbook(("S", _long_cell_sheet("ab é &amp; " * (10 * 2 ** 20 // 12)), ""))
+    assert len(data) < 40_000
+    started = time.process_time()
+    doc = parse(data)
+    assert time.process_time() - started < 10  # a guard against the hang, not a benchmark
+    assert "tail" in doc.text and doc.text.startswith("| head |")
+    [warning] = doc.warnings
+    assert "xl/worksheets/sheet1.xml" in warning and f"{xlsx.MAX_TEXT_RUN:,} bytes" in warning
+    assert xlsx.MAX_TEXT_RUN // 2 < len(doc.text) < xlsx.MAX_TEXT_RUN + 100  # (bytes, not characters)
+    assert "\ufffd" not in doc.text  # cut between characters, never inside one
+
+
+def test_a_long_shared_string_is_cut_the_same_way():
+    data = workbook(("S", '<sheetData><row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" '
+                          't="s"><v>1</v></c></row></sheetData>', ""),
+                    strings=["<t>" + "x" * (3 * 2 ** 20) + "</t>", "<t>after</t>"])
+    started = time.process_time()
+    doc = parse(data)
+    assert time.process_time() - started < 10
+    assert "after" in doc.text and "xl/sharedStrings.xml" in doc.warnings[0]
+
+
+def test_a_cell_just_under_the_bound_is_kept_whole():
+    text = "y" * (xlsx.MAX_TEXT_RUN - 10)
+    doc = parse(workbook(("S", _long_cell_sheet(text), "")))
+    assert text in doc.text and not doc.warnings
+
+
 # -- the shared corpus --------------------------------------------------------------------------
 @pytest.mark.corpus
 def test_corpus_workbooks_parse_and_keep_the_contract():
