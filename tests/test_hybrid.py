@@ -277,3 +277,43 @@ def test_a_server_collection_keeps_its_lexical_index_in_a_named_file(docs, serve
                   cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0]["source"] == "doc3.md"
+
+
+# -- the LlamaIndex and LangChain retrievers ---------------------------------------------------
+def test_llama_index_retriever_returns_the_stored_nodes_hybrid(real_db):
+    import asyncio
+
+    pytest.importorskip("llama_index.core")
+    from chunkwise.llama_index import ChunkwiseRetriever
+
+    retriever = ChunkwiseRetriever(db_path=real_db, similarity_top_k=3)
+    got = retriever.retrieve("CHUNKWISE_MAX_BYTES")
+    assert "CHUNKWISE_MAX_BYTES" in got[0].node.get_content()
+    assert got[0].node.ref_doc_id == "config.md" and got[0].score > 0
+    assert "lexical #1" in got[0].node.metadata["chunkwise_ranks"]
+    start, end = got[0].node.start_char_idx, got[0].node.end_char_idx
+    assert (docs_of(real_db) / "config.md").read_text()[start:end] == got[0].node.get_content()
+    again = asyncio.run(retriever.aretrieve("CHUNKWISE_MAX_BYTES"))
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in got]
+    dense = ChunkwiseRetriever(db_path=real_db, similarity_top_k=2, mode="dense")
+    assert all(0 < n.score <= 1 for n in dense.retrieve("great wall of China"))
+
+
+def test_langchain_retriever_invokes_and_ainvokes(real_db):
+    import asyncio
+
+    pytest.importorskip("langchain_core")
+    from chunkwise.langchain import ChunkwiseRetriever
+
+    retriever = ChunkwiseRetriever(db_path=real_db, k=3)
+    docs = retriever.invoke("CHUNKWISE_MAX_BYTES")
+    assert "CHUNKWISE_MAX_BYTES" in docs[0].page_content
+    assert docs[0].metadata["source"] == "config.md" and "lexical #1" in docs[0].metadata["ranks"]
+    assert [d.id for d in asyncio.run(retriever.ainvoke("CHUNKWISE_MAX_BYTES"))] == \
+        [d.id for d in docs]
+    python = ChunkwiseRetriever(db_path=real_db, k=5, where={"format": "python"})
+    assert all(d.metadata["format"] == "python" for d in python.invoke("background tasks"))
+
+
+def docs_of(db: Path) -> Path:
+    return db.parent / "docs"

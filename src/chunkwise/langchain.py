@@ -257,3 +257,46 @@ class ChunkwiseEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._embedder().embed([text])[0].tolist()
+
+
+# -- retrieval ------------------------------------------------------------------------------
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+
+
+class ChunkwiseRetriever(BaseRetriever):
+    """A LangChain retriever over a chunkwise collection, hybrid by default
+    (`chunkwise.chroma.search`: the vectors and the word index, fused); `invoke`, `ainvoke`,
+    `batch` as any retriever.
+
+        >>> retriever = ChunkwiseRetriever(db_path="chunkwise-db", k=5)
+        >>> docs = retriever.invoke("what is CHUNKWISE_MAX_BYTES?")
+
+    Each `Document` holds the chunk's text and its stored metadata, with `id`, `score` (fused
+    in `hybrid`, BM25 in `lexical`, none in `dense`), `distance` and `ranks` (`dense #2,
+    lexical #1`) added."""
+
+    db_path: Any = None
+    host: str | None = None
+    port: int | None = None
+    collection: str = "chunkwise"
+    k: int = 5
+    mode: str = "hybrid"
+    where: dict[str, Any] | None = None
+    lexical: Any = True
+    embedder: Any = None
+
+    def _get_relevant_documents(self, query: str, *,
+                                run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        from .chroma.search import search
+
+        hits = search(query, k=self.k, mode=self.mode, where=self.where, lexical=self.lexical,
+                      embedder=self.embedder, db_path=self.db_path, host=self.host,
+                      port=self.port, collection=self.collection)
+        out = []
+        for h in hits:
+            meta = {k: v for k, v in h.metadata.items() if not k.startswith("_")}
+            meta.update(id=h.id, score=h.score, distance=h.distance,
+                        ranks=", ".join(f"{k} #{v}" for k, v in h.ranks.items()))
+            out.append(Document(page_content=h.text, metadata=meta, id=h.id))
+        return out

@@ -1,4 +1,5 @@
-"""LlamaIndex integration: `ChunkwiseNodeParser`, `ChunkwiseReader` and `ChunkwiseEmbedding`.
+"""LlamaIndex integration: `ChunkwiseNodeParser`, `ChunkwiseReader`, `ChunkwiseEmbedding` and
+`ChunkwiseRetriever` (hybrid search over a chunkwise collection).
 
     >>> from llama_index.core.ingestion import IngestionPipeline
     >>> from llama_index.core.storage.docstore import SimpleDocumentStore
@@ -23,13 +24,15 @@ document is parsed from), `reader` (`ChunkwiseReader`) and `embedding`
 from .embedding import ChunkwiseEmbedding, vector_store
 from .nodes import CONTEXT_KEY, NODE_KEYS, VIEW_KEY, ChunkwiseNodeParser, ViewNode
 from .reader import ChunkwiseReader
+from .retriever import ChunkwiseRetriever
 
 # The classes keep the module path they had when the adapter was one module: embedder
 # identities (`chunkwise.embeddings.resolve_embedder`), the semantic strategy's chunk ids
 # (`embedder=ChunkwiseEmbedding()`) and pickles name a class by it.
-for _cls in (ChunkwiseEmbedding, ChunkwiseNodeParser, ChunkwiseReader, ViewNode):
+for _cls in (ChunkwiseEmbedding, ChunkwiseNodeParser, ChunkwiseReader, ViewNode,
+             ChunkwiseRetriever):
     _cls.__module__ = __name__
 del _cls
 
 __all__ = ["CONTEXT_KEY", "NODE_KEYS", "VIEW_KEY", "ChunkwiseEmbedding", "ChunkwiseNodeParser",
-           "ChunkwiseReader", "ViewNode", "vector_store"]
+           "ChunkwiseReader", "ChunkwiseRetriever", "ViewNode", "vector_store"]
