@@ -429,13 +429,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     from ..embeddings.functions import cached_embedder, resolve_embedder
     from .peers import PEERS
 
-    from ..chroma.search import check_mode, search
-
     ks = parse_ks(ks)
     check_relevance(relevance)
-    if check_mode(mode) != "dense" and exact:
-        raise ConfigError("exact retrieval ranks the vectors alone: use mode dense, or leave "
-                          "out exact")
     names = list(dict.fromkeys(s.strip() for s in strategies if s.strip()))
     if not names:
         raise ConfigError("no strategies to compare")
