@@ -212,8 +212,10 @@ def test_query_labels_the_distance_keeps_code_and_escapes_control_characters(tmp
     assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stderr
     p = run("query", "schedule a background job", "--db", db, "-k", "2")
     assert p.returncode == 0, p.stderr
-    assert "(distance 0." in p.stdout and ", cosine)" in p.stdout
+    assert "(score 0." in p.stdout and "; distance 0." in p.stdout and ", cosine)" in p.stdout
     assert "\n           return queue.put(job)\n" in p.stdout  # indentation kept
+    p = run("query", "schedule a background job", "--db", db, "-k", "2", "--mode", "dense")
+    assert p.returncode == 0 and "(distance 0." in p.stdout and ", cosine)" in p.stdout
     assert "\x1b" not in p.stdout and "\\x1b[31mred" in p.stdout
 
 

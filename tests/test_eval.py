@@ -447,7 +447,7 @@ def test_search_exact_agrees_with_chroma_and_is_repeatable(fixture_db):
 def test_eval_exact_flag(fixture_db):
     qfile = DATA / "fixture_questions.jsonl"
     done = [run("eval", str(qfile), "--db", str(fixture_db), "--root", "fixtures",
-                "--json", *flag, cwd=ROOT) for flag in ((), ("--exact",))]
+                "--json", *flag, cwd=ROOT) for flag in (("--mode", "dense"), ("--exact",))]
     assert all(d.returncode == 0 for d in done), [d.stderr for d in done]
     approx, exact = (json.loads(d.stdout) for d in done)
     key = lambda r: (r["source"], r["start"], r["end"])  # noqa: E731
