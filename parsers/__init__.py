@@ -19,18 +19,18 @@ Parser = Callable[..., ParsedDocument]
 
 #: format name -> module under chunkwise.parsers
 MODULES: dict[str, str] = {
-    "markdown": "markdown",
+    "markdown": "markdown.reader",
     "text": "text",
     "html": "html",
-    "pdf": "pdf",
+    "pdf": "pdf.reader",
     "csv": "csv",
-    # code: one parser driven by `code.LANGUAGES` (Python's dialect in `python.py`)
-    **{lang: "code" for lang in ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c",
-                                 "cpp", "csharp", "ruby", "php", "bash", "kotlin", "swift",
-                                 "scala", "lua")},
-    "json": "data", "jsonl": "jsonl", "yaml": "yaml", "toml": "toml",
-    "notebook": "notebook", "notebook-outputs": "notebook_outputs",
-    "docx": "docx", "pptx": "pptx", "xlsx": "xlsx",
+    # code: one parser driven by `code.languages.LANGUAGES` (Python's dialect in `code/python.py`)
+    **{lang: "code.languages" for lang in ("python", "javascript", "typescript", "tsx", "go",
+                                           "rust", "java", "c", "cpp", "csharp", "ruby", "php",
+                                           "bash", "kotlin", "swift", "scala", "lua")},
+    "json": "data.json", "jsonl": "data.jsonl", "yaml": "data.yaml", "toml": "data.toml",
+    "notebook": "notebook.reader", "notebook-outputs": "notebook.outputs",
+    "docx": "office.docx", "pptx": "office.pptx", "xlsx": "office.xlsx",
 }
 
 #: file extension (lower case, with dot) -> format name
@@ -97,7 +97,7 @@ def sniff(data: bytes) -> str:
     if head.startswith(b"%PDF-"):
         return "pdf"
     if data.startswith(b"PK\x03\x04"):  # a zip: an Office container, or no text format
-        from .ooxml import sniff as office
+        from .office.ooxml import sniff as office
 
         return office(data) or "text"
     if low.startswith((b"<!doctype html", b"<html")) or b"<body" in low or b"<head" in low:

@@ -201,7 +201,7 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from chunkwise import Chunker
-    from chunkwise.parsers.code import parser_for
+    from chunkwise.parsers.code.languages import parser_for
     parse_python = parser_for("python")
 
     p = argparse.ArgumentParser(description=main.__doc__)

@@ -131,7 +131,7 @@ class ParsedDocument:
     kind (`chunkwise.chunking.views`: `code`, `table`); `"*"` for every kind. Empty: the text as is."""
     headers: HeaderPlanner | None = None
     """How headers glued before a body (`signature` sections) are cut when they do not fit
-    with it (the code parsers': `chunkwise.parsers.code_headers`); None: a span holding
+    with it (the code parsers': `chunkwise.parsers.code.headers`); None: a span holding
     them is split as any text, after them when it can."""
     chunk_starts: frozenset[str] = frozenset()
     """Section kinds a chunk always starts at: packing never merges one into the chunk of the

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Callable
 
 from chunkwise import Chunker
-from chunkwise.parsers import code as code_parser
+from chunkwise.parsers.code import languages as code_parser
 from chunkwise.parsers import csv as csv_parser
-from chunkwise.parsers.code import parser_for
+from chunkwise.parsers.code.languages import parser_for
 parse_python = parser_for("python")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -1,6 +1,6 @@
 """Speed of code chunking per language, next to tree-sitter's own parse of the same files.
 
-For each language of `chunkwise.parsers.code` (files: the --folder(s), else
+For each language of `chunkwise.parsers.code.languages` (files: the --folder(s), else
 ../shared/corpus/code-multi when present, else the fixtures), per run over that language's files, the median of --runs:
   - tree-sitter parse: `Parser.parse` of every file (the floor for any syntax-aware chunker),
   - chunkwise parse: `parsers.code` (decode + tree-sitter + sections),
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from chunkwise import Chunker
 from chunkwise.parsers import detect_format, get_parser
-from chunkwise.parsers import code as code_parser
+from chunkwise.parsers.code import languages as code_parser
 from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]

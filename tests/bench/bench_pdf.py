@@ -3,7 +3,7 @@
 For every PDF (default: the shared corpus folder pdf/), times, median of --runs, each run
 on a fresh reader so that pypdf's caches do not favour either side:
   - pypdf: `PdfReader(...)` and `page.extract_text()` for every page (the reference),
-  - parse: `chunkwise.parsers.pdf.parse()` (extraction, running lines, headings, sections),
+  - parse: `chunkwise.parsers.pdf.reader.parse()` (extraction, running lines, headings, sections),
   - chunk: parse plus fitting (`Chunker(max_tokens=..., tokenizer=...)`),
 and prints pages/s for each and the overhead of chunkwise on top of pypdf. The target is
 parse overhead <= 50%.
@@ -21,7 +21,7 @@ from pathlib import Path
 import pypdf
 
 from chunkwise import Chunker
-from chunkwise.parsers import pdf
+from chunkwise.parsers.pdf import reader as pdf
 from _timing import timed  # tests/bench/_timing.py
 
 ROOT = Path(__file__).resolve().parents[2]

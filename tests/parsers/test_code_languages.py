@@ -1,4 +1,4 @@
-"""Code in the languages of `chunkwise.parsers.code`: one real fixture per language, checked
+"""Code in the languages of `chunkwise.parsers.code.languages`: one real fixture per language, checked
 against the grammar itself (definitions found by a tree-sitter walk of this file's own, not the
 parser's), plus bad and hostile input measured in a subprocess."""
 
@@ -15,7 +15,7 @@ from chunkwise import Chunker, ParseError, chunk_text
 from chunkwise.pipeline.discover import discover
 from chunkwise.errors import MissingDependencyError
 from chunkwise.parsers import EXTENSIONS, MODULES, detect_format, get_parser
-from chunkwise.parsers import code as code_parser
+from chunkwise.parsers.code import languages as code_parser
 from conftest import CHUNKWISE_CLI, CORPUS, FIXTURES, run_measured
 from contract import check_contract
 from lines import LineIndex
@@ -172,7 +172,7 @@ def _trim(text: str, a: int, b: int) -> tuple[int, int]:
 
 # -- the table ----------------------------------------------------------------------------------
 def test_every_language_has_one_module_and_extensions():
-    assert {f for f, m in MODULES.items() if m == "code"} == set(code_parser.LANGUAGES)
+    assert {f for f, m in MODULES.items() if m == "code.languages"} == set(code_parser.LANGUAGES)
     for fmt in code_parser.LANGUAGES:
         assert any(v == fmt for v in EXTENSIONS.values()), fmt
     for name in FIXTURE_SYMBOLS:

@@ -16,8 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise import Chunker, ParseError
-from chunkwise.parsers import data as json_parser
-from chunkwise.parsers import detect_format, jsonl, toml, yaml
+from chunkwise.parsers.data import json as json_parser
+from chunkwise.parsers import detect_format
+from chunkwise.parsers.data import jsonl
+from chunkwise.parsers.data import toml
+from chunkwise.parsers.data import yaml
 
 from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files, run_measured
 from contract import check_contract
@@ -278,7 +281,7 @@ def test_invalid_yaml_and_toml_are_chunked_as_text_with_a_warning(mod, src, why)
 
 
 def test_missing_grammar_is_text_with_a_warning_naming_the_package(monkeypatch):
-    from chunkwise.parsers import data_tree
+    from chunkwise.parsers.data import tree as data_tree
 
     monkeypatch.setattr(data_tree, "_parser", lambda module: None)
     doc = yaml.parse(WORKFLOW.read_bytes(), source=WORKFLOW.name)

@@ -15,8 +15,8 @@ import pytest
 from chunkwise import Chunker
 from chunkwise.errors import ParseError
 from chunkwise.parsers import detect_format
-from chunkwise.parsers import docx
-from chunkwise.parsers.ooxml import MAX_PART
+from chunkwise.parsers.office import docx
+from chunkwise.parsers.office.ooxml import MAX_PART
 
 from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files
 from contract import check_contract

@@ -141,7 +141,7 @@ def test_table_in_a_tab_repeats_its_header_without_the_indentation():
 
 
 def test_mkdocs_bodies_nested_past_the_limit_stay_code():
-    from chunkwise.parsers import markdown as mdp
+    from chunkwise.parsers.markdown import reader as mdp
 
     depth = mdp._MAX_BODY_DEPTH + 3
     lines = []
@@ -271,7 +271,7 @@ _BODY_LINES = ["Some words here.", "more words", "`code` start", "* item", "1. f
 def test_plain_bodies_give_what_the_parser_gives(body, label):
     """Bodies that look like one paragraph or one fence skip markdown-it: the sections must
     be exactly those of the full parse."""
-    from chunkwise.parsers import markdown as mdp
+    from chunkwise.parsers.markdown import reader as mdp
 
     md = f"# T\n\n{label}\n\n" + "".join(f"    {line}\n" if line else "\n" for line in body) \
         + "\nAfter.\n"
@@ -309,8 +309,8 @@ def test_bodies_tokenized_in_place_are_the_dedented_lines_parsed(lines, outer, a
     `outer`: the columns of the body's container (a body in a body)."""
     from markdown_it.rules_block import StateBlock
 
-    from chunkwise.parsers import markdown as mdp
-    from chunkwise.parsers.markdown_rules import State
+    from chunkwise.parsers.markdown import reader as mdp
+    from chunkwise.parsers.markdown.rules import State
 
     pad = " " * outer
     body = [pad + indent + line if line.strip() else line for indent, line in lines]

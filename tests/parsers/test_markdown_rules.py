@@ -1,4 +1,4 @@
-"""The faster markdown-it rules (`chunkwise.parsers.markdown_rules`) give exactly the sections
+"""The faster markdown-it rules (`chunkwise.parsers.markdown.rules`) give exactly the sections
 that markdown-it-py's own rules give, and the same block tokens (type, line map, level; but
 those the fast rules do not build: inline content and table cells): on the fixtures, on the
 shared corpus, and on generated documents built from the line shapes where block rules
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
-from chunkwise.parsers import markdown
-from chunkwise.parsers.markdown_rules import State
+from chunkwise.parsers.markdown import reader as markdown
+from chunkwise.parsers.markdown.rules import State
 
 from conftest import CORPUS, FIXTURES, ROOT
 
@@ -125,7 +125,7 @@ def test_one_line_paragraphs_skip_the_scan(monkeypatch):
     """On real documents many paragraphs are one line, made without `text_block` (about half
     of them in the fixtures and the corpus), and the others with it: the tests above compare
     both paths with markdown-it's own rules."""
-    from chunkwise.parsers import markdown_rules
+    from chunkwise.parsers.markdown import rules as markdown_rules
 
     calls = []
     general = markdown_rules.text_block
@@ -170,7 +170,7 @@ def test_real_documents_parse_the_same(path):
 def test_unknown_rule_chains_keep_markdown_its_rules():
     from markdown_it import MarkdownIt
 
-    from chunkwise.parsers.markdown_rules import install
+    from chunkwise.parsers.markdown.rules import install
 
     md = MarkdownIt("commonmark").enable("table")
     md.disable("hr")  # a chain the prefilter was not written for
@@ -194,7 +194,7 @@ def test_markdown_it_py_is_the_release_the_fast_rules_follow():
     tomllib = pytest.importorskip("tomllib")
     import markdown_it
 
-    from chunkwise.parsers.markdown_rules import FOLLOWS
+    from chunkwise.parsers.markdown.rules import FOLLOWS
 
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
     spec = next(r.specifier for r in map(packaging.Requirement, deps) if r.name == "markdown-it-py")

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from chunkwise import Chunker, ParseError
-from chunkwise.parsers import get_parser, notebook
+from chunkwise.parsers import get_parser
+from chunkwise.parsers.notebook import reader as notebook
 
 from conftest import FIXTURES, corpus_files
 from contract import check_contract

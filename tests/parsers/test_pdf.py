@@ -19,7 +19,7 @@ import pytest
 from chunkwise import Chunker
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers import pdf
+from chunkwise.parsers.pdf import reader as pdf
 from conftest import CHUNKWISE_CLI, CORPUS, FIXTURES, corpus_files, run_measured
 
 FIXTURE = FIXTURES / "latex-two-column-sample.pdf"
@@ -405,7 +405,7 @@ class Blocked:
             raise ImportError(name)
 sys.meta_path.insert(0, Blocked())
 from chunkwise.errors import ParseError
-from chunkwise.parsers import pdf
+from chunkwise.parsers.pdf import reader as pdf
 try:
     pdf.parse(open({str(path)!r}, "rb").read(), source="aes.pdf")
 except ParseError as e:

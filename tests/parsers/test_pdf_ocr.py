@@ -1,4 +1,4 @@
-"""Scanned PDF pages (parsers/pdf_ocr.py): without the `ocr` extra a warning naming it and
+"""Scanned PDF pages (parsers/pdf/ocr.py): without the `ocr` extra a warning naming it and
 `needs_ocr` in the meta, never an exception; with it the page's text from OCR, marked."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from chunkwise import Chunker
-from chunkwise.parsers import pdf, pdf_ocr
+from chunkwise.parsers.pdf import reader as pdf
+from chunkwise.parsers.pdf import ocr as pdf_ocr
 from conftest import corpus_files
 
 LETTER = "docling__scanned__sample_with_rotation_mismatch.pdf"

@@ -1,4 +1,4 @@
-"""Tables in PDFs (parsers/pdf_tables.py): ruled grids found from pypdf's operators, emitted
+"""Tables in PDFs (parsers/pdf/tables.py): ruled grids found from pypdf's operators, emitted
 as `| cell |` rows with the header as context, rows whole, pages kept; no table on text."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chunkwise import Chunker
-from chunkwise.parsers import pdf
+from chunkwise.parsers.pdf import reader as pdf
 from conftest import FIXTURES, corpus_files
 
 FIXTURE = FIXTURES / "camelot__column_span_1.pdf"

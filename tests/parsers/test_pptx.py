@@ -14,8 +14,9 @@ from xml.sax.saxutils import escape
 import pytest
 
 from chunkwise import Chunker, ParseError
-from chunkwise.parsers import detect_format, ooxml
-from chunkwise.parsers import pptx as pptx_parser
+from chunkwise.parsers import detect_format
+from chunkwise.parsers.office import ooxml
+from chunkwise.parsers.office import pptx as pptx_parser
 
 from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files
 from contract import check_contract

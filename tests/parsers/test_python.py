@@ -9,9 +9,9 @@ import time
 import pytest
 
 from chunkwise import Chunker, ParseError, chunk_text
-from chunkwise.parsers import code as code_parser
-from chunkwise.parsers import code_walk
-from chunkwise.parsers.code import parser_for
+from chunkwise.parsers.code import languages as code_parser
+from chunkwise.parsers.code import walk as code_walk
+from chunkwise.parsers.code.languages import parser_for
 parse_python = parser_for("python")
 from lines import LineIndex
 
@@ -535,7 +535,7 @@ def test_where_a_header_is_cut_is_the_code_parsers_say():
     from dataclasses import replace
 
     from chunkwise.chunking.api import parse_file
-    from chunkwise.parsers.code_headers import HEADERS
+    from chunkwise.parsers.code.headers import HEADERS
 
     path = FIXTURES / "fastapi__fastapi__concurrency.py"
     doc = parse_file(path)

@@ -13,8 +13,8 @@ import pytest
 
 from chunkwise import Chunker, ParseError
 from chunkwise.parsers import detect_format
-from chunkwise.parsers import ooxml
-from chunkwise.parsers import xlsx
+from chunkwise.parsers.office import ooxml
+from chunkwise.parsers.office import xlsx
 
 from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files
 from contract import check_contract

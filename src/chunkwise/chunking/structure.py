@@ -29,7 +29,7 @@ or right after a header, and the header travels with the first piece of the body
 signature's own children (parameters, decorators) are not sections any more: their starts,
 then the header's end, are kept in the sibling's `lead_cuts`, the only places where a header
 may be cut, and only when it must (where: the parser's `ParsedDocument.headers`, such as
-`chunkwise.parsers.code_headers`; the fitter packs what it says). A header glued to a statement
+`chunkwise.parsers.code.headers`; the fitter packs what it says). A header glued to a statement
 glued to another header (a class's first method) makes a run of headers, each with its cuts.
 """
 

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 #: formats whose document text is the file's text
 _TEXT_FORMATS = frozenset({"markdown", "text", "python", "csv",
-                           *(fmt for fmt, module in MODULES.items() if module == "code")})
+                           *(fmt for fmt, module in MODULES.items() if module == "code.languages")})
 
 
 def route(doc: BaseNode, text: str, files: dict, *, format: str | None = None,

@@ -1,7 +1,7 @@
 """YAML (`.yaml`, `.yml`): mappings and sequences as sections, keys as the section path.
 
-See `chunkwise.parsers.data_tree` (the walk, the fallback to text for files tree-sitter
-cannot read) and `chunkwise.parsers.data` (the sections). A stream of several documents has
+See `chunkwise.parsers.data.tree` (the walk, the fallback to text for files tree-sitter
+cannot read) and `chunkwise.parsers.data.json` (the sections). A stream of several documents has
 a `document` section each, `document 2` in the path.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from chunkwise.model import ParsedDocument
 
-from .data_tree import YAML, parse_tree
+from .tree import YAML, parse_tree
 
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:

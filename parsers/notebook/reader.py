@@ -16,7 +16,7 @@ in headings), with `cell_start`/`cell_end` in its meta (cells are numbered from 
 order, empty ones included); a heading section has those of the cells it spans. A Markdown
 cell (or part) of headings alone is no section: as in Markdown, a heading is glued to what
 follows it, and a chunk that holds it with only part of what follows counts from the cell
-after it. Inside, a Markdown cell has the blocks `chunkwise.parsers.markdown`
+after it. Inside, a Markdown cell has the blocks `chunkwise.parsers.markdown.reader`
 finds, and a code cell the sections of the parser of the notebook's language
 (`metadata.kernelspec.language`, else `metadata.language_info.name`; `code.LANGUAGES`), with
 that parser's line numbers as `cell_line_start`/`cell_line_end`. A language without a parser
@@ -39,8 +39,9 @@ from chunkwise.model import ParsedDocument, Section
 from chunkwise.text.splitting import LINES, SENTENCES, WORDS
 from chunkwise.text.textio import decode, normalize_newlines
 
-from . import code as code_languages, markdown
-from .code_headers import HEADERS
+from ..code import languages as code_languages
+from ..markdown import reader as markdown
+from ..code.headers import HEADERS
 
 _LEVEL_HEADING = 100  # h1 = 99 … h6 = 94, as Markdown's
 _LEVEL_CELL, _LEVEL_OUTPUT = 70, 60
@@ -54,7 +55,7 @@ _LONE_NOTE = ("lone surrogates (`\\udXXX` escapes that pair with nothing) replac
               "U+FFFD: no tokenizer or embedding model reads them")
 _LANGUAGE_ALIASES = {"python3": "python", "python2": "python", "ipython": "python",
                      "ipython3": "python", "py": "python",
-                     # kernels' names for the languages of parsers/code.py
+                     # kernels' names for the languages of parsers/code/languages.py
                      "c++": "cpp", "c++11": "cpp", "c++14": "cpp", "c++17": "cpp",
                      "xcpp": "cpp", "c#": "csharp", "js": "javascript", "node": "javascript",
                      "nodejs": "javascript", "ts": "typescript", "sh": "bash", "shell": "bash"}

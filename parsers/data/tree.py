@@ -1,6 +1,6 @@
 """YAML and TOML from a tree-sitter parse, through one walk driven by a per-grammar table.
 
-The sections are those of `chunkwise.parsers.data` (see there): a `document` per YAML
+The sections are those of `chunkwise.parsers.data.json` (see there): a `document` per YAML
 document (a TOML file is one), a `table` per TOML `[table]` or `[[array.element]]`, an
 `entry` per key/value pair and per sequence item that is a mapping or sequence; keys
 (dotted ones split) make the section path (`servers`, `servers[2]`, `name`). The canonical
@@ -31,7 +31,7 @@ from typing import Any
 from chunkwise.model import ParsedDocument
 from chunkwise.text.textio import ByteOffsets, decode
 
-from .data import (LEVEL_DOCUMENT, LEVEL_ENTRY, LEVEL_TABLE, MAX_DEPTH, Builder, file_label,
+from .json import (LEVEL_DOCUMENT, LEVEL_ENTRY, LEVEL_TABLE, MAX_DEPTH, Builder, file_label,
                    item_label, key_label)
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Python: the row of `chunkwise.parsers.code.LANGUAGES` whose headers print their own way.
+"""Python: the row of `chunkwise.parsers.code.languages.LANGUAGES` whose headers print their own way.
 
 Python is parsed by the same walk as every other language (`code_walk.CodeBuilder`, driven by
 its row of the table: classes, functions, decorated definitions, blocks, decorators, imports,
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from chunkwise.parsers.code_walk import CodeBuilder
-from chunkwise.parsers.treesitter import Item
+from chunkwise.parsers.code.walk import CodeBuilder
+from chunkwise.parsers.code.treesitter import Item
 
 if TYPE_CHECKING:
     from tree_sitter import Node

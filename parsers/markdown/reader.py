@@ -84,7 +84,7 @@ def _markdown(fast: bool = True):
     md.disable(["inline", "text_join", "reference", "normalize"])
     if fast:
         try:
-            from . import markdown_rules as fast_rules
+            from . import rules as fast_rules
         except ImportError:  # a markdown-it-py without the internals they use
             fast_rules = None
         if fast_rules is not None and fast_rules.install(md):

@@ -4,7 +4,7 @@
 (classes and other containers, functions and methods, blocks, comments, imports, attributes,
 package declarations, how a line comment starts). The walk (`code_walk.CodeBuilder`) is the
 same for every language, Python included; a row may name a dialect, whose `CodeBuilder`
-subclass (`DIALECTS`: `chunkwise.parsers.python`) prints headers its own way (docstrings,
+subclass (`DIALECTS`: `chunkwise.parsers.code.python`) prints headers its own way (docstrings,
 compact signatures). The table imports the dialect, the dialect only the walk: no circle.
 
 Sections, by level (a total order): class/container > function/method > compound statement
@@ -54,9 +54,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
-from chunkwise.parsers import python
-from chunkwise.parsers.code_headers import HEADERS
-from chunkwise.parsers.code_walk import CHUNK_STARTS, CodeBuilder, Lang
+from chunkwise.parsers.code import python
+from chunkwise.parsers.code.headers import HEADERS
+from chunkwise.parsers.code.walk import CHUNK_STARTS, CodeBuilder, Lang
 from chunkwise.text.textio import declared_encoding, decode
 
 if TYPE_CHECKING:

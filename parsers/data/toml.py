@@ -1,6 +1,6 @@
 """TOML (`.toml`): tables and key/value pairs as sections, keys as the section path.
 
-See `chunkwise.parsers.data_tree` (the walk) and `chunkwise.parsers.data` (the sections).
+See `chunkwise.parsers.data.tree` (the walk) and `chunkwise.parsers.data.json` (the sections).
 `[[products]]` elements are `products[0]`, `products[1]`, … in the path. The file is first
 read by `tomllib` (Python 3.11+): a file it refuses is chunked as text, by lines, with a
 warning giving its reason (a templated `pyproject.toml` stays searchable).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from chunkwise.model import ParsedDocument
 
-from .data_tree import TOML, parse_tree
+from .tree import TOML, parse_tree
 
 
 def parse(data: bytes, *, source: str) -> ParsedDocument:

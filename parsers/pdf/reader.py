@@ -52,7 +52,7 @@ from typing import Any, Iterator
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
 
-from . import pdf_ocr, pdf_tables
+from . import ocr as pdf_ocr, tables as pdf_tables
 
 logger = logging.getLogger(__name__)
 

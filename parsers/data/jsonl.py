@@ -1,7 +1,7 @@
 """JSON Lines (`.jsonl`, `.ndjson`): one JSON value a line, each a `record` section.
 
 The canonical text is the decoded file. Every non-blank line is read by the JSON scanner of
-`chunkwise.parsers.data`; its value is a `record` (path: the file name, then `line N`, with
+`chunkwise.parsers.data.json`; its value is a `record` (path: the file name, then `line N`, with
 `record_start`/`record_end` = N in its meta), with the value's members and items as entries
 under it, as in a JSON file. The fitter packs whole consecutive records while they fit and
 splits a record that does not at its members. A line that is not JSON is a `ParseError`
@@ -14,7 +14,7 @@ from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.text.textio import decode
 
-from .data import Builder, file_label, scan_json
+from .json import Builder, file_label, scan_json
 
 _SPACE = " \t\r"
 

@@ -1,4 +1,4 @@
-"""The building blocks of the tree-sitter walk (`chunkwise.parsers.code`, every language):
+"""The building blocks of the tree-sitter walk (`chunkwise.parsers.code.languages`, every language):
 sections made from byte spans, a definition's header and its parts, import runs, the scope
 and item records of the walk, and comments grouped into runs.
 
