@@ -99,3 +99,70 @@ def test_eval_compare_with_a_peer(tmp_path, capsys):
     assert peer["located"] == {"offset": peer["chunks"]}
     assert peer["metrics"]["hit@10"] == 1.0  # the question is the answer's own first words
     assert "langchain:recursive" in out["differences"]["minus"]
+
+
+HYBRID = [n for n in ("langchain:hybrid", "llamaindex:hybrid") if n in AVAILABLE]
+
+
+def test_a_hybrid_peer_needs_the_hybrid_mode(tmp_path):
+    from chunkwise.evaluation.eval import compare
+    from chunkwise.evaluation.questions import QuestionSet
+
+    with pytest.raises(ConfigError, match="--mode hybrid"):
+        compare(QuestionSet(tmp_path / "q.jsonl", tmp_path, []), [str(FIXTURES)], ["structure", "langchain:hybrid"])
+
+
+@pytest.mark.skipif(len(HYBRID) < 2, reason="the hybrid peers' packages are not installed")
+def test_eval_compare_with_the_peers_hybrids(tmp_path, capsys):
+    """End to end with the real model: LangChain's EnsembleRetriever and LlamaIndex's
+    QueryFusionRetriever over their own chunks, beside chunkwise's hybrid, on two fixtures. The
+    question names an identifier that only one passage holds, which BM25 finds."""
+    from chunkwise.cli.main import main
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("fastapi__features.md", "alice-in-wonderland.txt"):
+        (corpus / name).write_bytes((FIXTURES / name).read_bytes())
+    text = parse_file(corpus / "fastapi__features.md").text
+    passage = next(p for p in text.split("\n\n") if "OpenAPI" in p and len(p) > 80)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "OpenAPI", "source": "fastapi__features.md",
+                             "excerpt": passage}) + "\n")
+    rc = main(["eval", str(q), "--compare", "structure," + ",".join(HYBRID), "--corpus",
+               str(corpus), "--mode", "hybrid", "--json", "--k", "1,5"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    names = {s["strategy"]: s for s in out["strategies"]}
+    assert set(names) == {"structure", *HYBRID}
+    for name in HYBRID:
+        assert names[name]["located"].get("offset", 0) > 0
+        assert names[name]["metrics"]["hit@5"] == 1.0, name
+    assert names["structure"]["metrics"]["hit@5"] == 1.0
+
+
+@pytest.mark.skipif(not HYBRID, reason="the hybrid peers' packages are not installed")
+@pytest.mark.parametrize("name", HYBRID)
+def test_a_hybrid_peer_ranks_by_both_legs(tmp_path, name):
+    """A word only one chunk holds puts that chunk in the first two (first in the lexical
+    leg), and the hits are the peer's own chunks with their spans."""
+    from chunkwise.embeddings.functions import resolve_embedder
+    from chunkwise.evaluation.peer_hybrid import hybrid_searcher
+    from chunkwise.evaluation.peers import store_peer
+
+    src = FIXTURES / "alice-in-wonderland.txt"
+    base = {"langchain:hybrid": "langchain:recursive",
+            "llamaindex:hybrid": "llamaindex:sentence"}[name]
+    run = run_peer(base, [(src, src.name)], max_tokens=128)
+    words = [w for c in run.chunks for w in c.text.split() if w.isalpha() and len(w) >= 8]
+    rare = next(w for w in words if sum(w.lower() in c.text.lower() for c in run.chunks) == 1)
+    embedder = resolve_embedder(None)
+    records = store_peer(run, db_path=tmp_path / "db", collection="peer", embedder=embedder)
+    search = hybrid_searcher(name, records, db_path=tmp_path / "db", collection="peer",
+                             embedder=embedder)
+    hits = search(rare, 5)
+    assert 1 <= len(hits) <= 5
+    # fused by reciprocal rank: the lexical leg's first ties with the dense leg's first
+    assert any(rare in h.text.split() for h in hits[:2])
+    for h in hits:
+        assert h.text in {c.text for c in run.chunks}
+        assert h.source == src.name and int(h.metadata["end"]) > int(h.metadata["start"])

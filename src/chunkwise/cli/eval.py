@@ -62,8 +62,9 @@ def register(subparsers: Any) -> None:
                    help="strategies to compare, comma-separated (collections eval-<strategy> "
                         "in --db, else in a temporary database); also other libraries' "
                         "chunkers: langchain:recursive, llamaindex:sentence, "
-                        "llamaindex:markdown, chonkie:recursive (pip install "
-                        "'chunkwise[compare]'; see chunkwise.evaluation.peers)")
+                        "llamaindex:markdown, chonkie:recursive, and with --mode hybrid "
+                        "their hybrid retrievers langchain:hybrid, llamaindex:hybrid (pip "
+                        "install 'chunkwise[compare]'; see chunkwise.evaluation.peers)")
     g.add_argument("--corpus", nargs="+", default=None, metavar="PATH",
                    help="files and folders to ingest for --compare")
     budget_options(g)
@@ -72,10 +73,11 @@ def register(subparsers: Any) -> None:
                         "a re-run embeds only the chunks that changed")
     p.add_argument("--mode", choices=("hybrid", "dense", "lexical"), default=None,
                    help="the search asked, as in `chunkwise query` (default hybrid; dense "
-                        "with --exact and --compare, which rank the vectors alone)")
+                        "with --exact and --compare, which rank the vectors alone unless "
+                        "--compare is given --mode hybrid)")
     p.add_argument("--exact", action="store_true",
                    help="rank by brute force over every stored vector instead of Chroma's "
-                        "approximate index (always on with --compare)")
+                        "approximate index (on with --compare in dense mode)")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -92,9 +94,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ConfigError("--compare needs --corpus PATH… to ingest")
         if args.host is not None or args.port is not None:
             raise ConfigError("--compare writes to --db or a temporary database, not a server")
-        if args.mode not in (None, "dense"):
-            raise ConfigError("--compare ranks each collection's vectors exactly: --mode dense "
-                              "only")
+        if args.mode not in (None, "dense", "hybrid"):
+            raise ConfigError("--compare ranks by the vectors exactly (--mode dense, the "
+                              "default) or by hybrid search (--mode hybrid)")
     root = args.root
     if root is None and args.compare is not None and len(args.corpus) == 1 \
             and Path(args.corpus[0]).is_dir():
@@ -111,7 +113,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                               db_path=args.db, max_tokens=args.max_tokens,
                               tokenizer=args.tokenizer, overlap=args.overlap,
                               embedder=args.embedder, on_ingest=_ingested,
-                              embed_cache=args.embed_cache, relevance=args.relevance)
+                              embed_cache=args.embed_cache, relevance=args.relevance,
+                              mode=args.mode or "dense")
     except QuestionsError as e:
         for line in e.problems:
             print(line, file=sys.stderr)

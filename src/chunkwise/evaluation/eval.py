@@ -181,7 +181,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              cwd: str | os.PathLike | None = None, strategy: str | None = None,
              exact: bool = False, relevance: str = "overlap",
              expand_tokens: int | None = None, mode: str = "dense",
-             lexical: Any = True) -> EvalReport:
+             lexical: Any = True,
+             searcher: Callable[[str, int], list[Any]] | None = None) -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
 
     With `expand_tokens`, each retrieved chunk is replaced by its parent section cut to that
@@ -199,7 +200,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
 
     `mode` is the search asked: `dense` (the vectors, default), `hybrid` (vectors and the
     lexical index fused, what `chunkwise query` does) or `lexical` (`chunkwise.chroma.search`);
-    `exact` ranks the vectors alone, so it takes `dense` only.
+    `exact` ranks the vectors alone, so it takes `dense` only. `searcher(question, k)`, when
+    given, asks each question instead (a peer's own retriever, `peer_hybrid`).
 
     Raises `QuestionsError` when a question's source is not in the collection, `StoreError`
     when the collection cannot be read, `ConfigError` for an unknown `relevance`."""
@@ -259,7 +261,9 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     matched = match_sources(qset, spans, cwd=cwd)
     t1 = time.perf_counter()
     counters = {p: UnitCounter(t) for p, t in qset.texts.items()}
-    if exact:
+    if searcher is not None:
+        answers = (searcher(q.question, max(ks)) for q in qset.questions)
+    elif exact:
         answers = search_exact([q.question for q in qset.questions], k=max(ks),
                                embedder=embedder, **location)
     elif mode == "dense":
@@ -414,7 +418,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             max_tokens: int = 256, tokenizer: str = "minilm", overlap: int = 0,
             embedder: Any = None, on_ingest: Callable[[str, Any], None] | None = None,
             embed_cache: str | os.PathLike | None = None,
-            relevance: str = "overlap") -> list[EvalReport]:
+            relevance: str = "overlap", mode: str = "dense") -> list[EvalReport]:
     """Chunk and embed `corpus` once per strategy into collection `eval-<strategy>` (in
     `db_path`, else a temporary database removed afterwards), evaluate each, and return the
     reports best first (by MRR, then hit@max(k)). Retrieval is exact (brute force, see
@@ -422,7 +426,12 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
     name is checked before anything is ingested; an unknown one is a `ConfigError`.
     `on_ingest(strategy, report)` is called after each ingest (e.g. to print failures).
     With `embed_cache` (an SQLite file, see `chunkwise.embeddings.cached_embedder`) a chunk
-    text is embedded once across strategies and runs. `relevance`: see `evaluate`."""
+    text is embedded once across strategies and runs. `relevance`: see `evaluate`.
+
+    `mode` `hybrid` searches chunkwise's collections as `chunkwise query` does (vectors and the
+    lexical index fused, through the HNSW index) and the hybrid peers (`langchain:hybrid`,
+    `llamaindex:hybrid`) with their own retrievers; the other peers are still ranked by their
+    vectors exactly. A hybrid peer needs mode `hybrid`."""
     from ..chunking.api import Chunker
     from ..pipeline.runner import ingest
     from ..chunking.strategies import STRATEGIES
@@ -440,6 +449,15 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
         if is_peer(name):
             check_peer(name)
     peers = [s for s in names if is_peer(s)]
+    from ..chroma.search import check_mode
+    from .peer_hybrid import HYBRIDS, hybrid_searcher
+
+    if check_mode(mode) not in ("dense", "hybrid"):
+        raise ConfigError(f"--compare ranks by the vectors (dense) or hybrid, not {mode}")
+    hybrid_peers = [s for s in peers if s in HYBRIDS]
+    if hybrid_peers and mode != "hybrid":
+        raise ConfigError(f"{', '.join(hybrid_peers)}: a peer's hybrid search; compare it "
+                          f"with --mode hybrid")
     variants = {s: strategy_variant(s) for s in names if s not in peers}
     unknown = [s for s, (base, _) in variants.items() if base not in STRATEGIES]
     if unknown:
@@ -470,13 +488,16 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             t0 = time.perf_counter()
             run = run_peer(name, corpus_files(corpus), max_tokens=max_tokens,
                            tokenizer=tokenizer)
-            store_peer(run, db_path=db_path, collection=collection, embedder=embedder)
+            records = store_peer(run, db_path=db_path, collection=collection,
+                                 embedder=embedder)
+            searcher = (hybrid_searcher(name, records, db_path=db_path, collection=collection,
+                                        embedder=embedder) if name in HYBRIDS else None)
             seconds = time.perf_counter() - t0
             if on_ingest is not None:
                 on_ingest(name, run)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
-                              embedder=embedder, strategy=name, exact=True,
-                              relevance=relevance)
+                              embedder=embedder, strategy=name, exact=searcher is None,
+                              relevance=relevance, searcher=searcher)
             report.seconds["ingest"] = seconds
             report.located = run.located
             reports.append(report)
@@ -489,8 +510,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             if on_ingest is not None:
                 on_ingest(name, ingested)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
-                              embedder=embedder, strategy=name, exact=True,
-                              relevance=relevance, expand_tokens=expands[name])
+                              embedder=embedder, strategy=name, exact=mode == "dense",
+                              relevance=relevance, expand_tokens=expands[name], mode=mode)
             report.seconds["ingest"] = seconds
             reports.append(report)
     finally:

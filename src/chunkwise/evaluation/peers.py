@@ -9,6 +9,8 @@ A peer is named `library:splitter` and runs only when its package is installed
 | `llamaindex:sentence` | `SentenceSplitter(chunk_size=N, chunk_overlap=0, tokenizer=…)` | the chosen tokenizer's token list |
 | `llamaindex:markdown` | `MarkdownNodeParser` on Markdown files (one node per heading section, no size limit: what it does), `SentenceSplitter` on the rest | as above |
 | `chonkie:recursive` | `RecursiveChunker(tokenizer=…, chunk_size=N)` | the chosen Hugging Face `tokenizer.json` (minilm by default) |
+| `langchain:hybrid` | `langchain:recursive`'s chunks, searched by `EnsembleRetriever(BM25Retriever, Chroma)` (`peer_hybrid`, `--mode hybrid` only) | as `langchain:recursive` |
+| `llamaindex:hybrid` | `llamaindex:sentence`'s chunks, searched by `QueryFusionRetriever(vector, BM25Retriever)` (`peer_hybrid`, `--mode hybrid` only) | as `llamaindex:sentence` |
 
 **Reading the files as their users would.** There is no canonical text for a peer: each reads
 the file itself. Text files (Markdown, code, CSV, plain text) are read as UTF-8 with universal
@@ -152,6 +154,11 @@ PEERS: dict[str, Peer] = {p.name: p for p in (
     Peer("llamaindex:markdown", "llama_index.core", _llama_markdown,
          "LlamaIndex MarkdownNodeParser (Markdown), SentenceSplitter (the rest)"),
     Peer("chonkie:recursive", "chonkie", _chonkie, "Chonkie RecursiveChunker"),
+    # their own hybrid search over their default chunks (`peer_hybrid`; `--mode hybrid`)
+    Peer("langchain:hybrid", "langchain_text_splitters", _langchain,
+         "LangChain RecursiveCharacterTextSplitter, EnsembleRetriever(BM25Retriever, Chroma)"),
+    Peer("llamaindex:hybrid", "llama_index.core", _llama_sentence,
+         "LlamaIndex SentenceSplitter, QueryFusionRetriever(vector, BM25Retriever)"),
 )}
 
 
@@ -174,6 +181,10 @@ def check_peer(name: str) -> Peer:
         found = False
     if not found:
         raise MissingDependencyError(f"{peer.package} (peer {name})", "compare")
+    from .peer_hybrid import HYBRIDS, check_hybrid
+
+    if name in HYBRIDS:
+        check_hybrid(name)
     return peer
 
 
@@ -396,10 +407,22 @@ def corpus_files(corpus: Sequence[str | os.PathLike]) -> list[tuple[Path, str]]:
     return [(Path(f.path), f.source) for f in discover([os.fspath(c) for c in corpus]).files]
 
 
+def peer_records(run: PeerRun) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    """The ids, texts and metadata `store_peer` writes for a peer's chunks."""
+    texts = [c.text for c in run.chunks]
+    ids = [hashlib.sha256(f"{run.name}\0{c.source}\0{i}".encode()).hexdigest()[:32]
+           for i, c in enumerate(run.chunks)]
+    metas: list[dict[str, Any]] = [{"source": c.source, "start": c.start, "end": c.end,
+                                    "tokens": c.tokens, "located": c.located}
+                                   for c in run.chunks]
+    return ids, texts, metas
+
+
 def store_peer(run: PeerRun, *, db_path: str | os.PathLike, collection: str,
-               embedder: Any) -> None:
+               embedder: Any) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """Embed a peer's chunks (their own text, as the peer's user embeds it) into a new
-    collection that `chunkwise.evaluation.eval.evaluate` can score."""
+    collection that `chunkwise.evaluation.eval.evaluate` can score; the records written
+    (`peer_records`)."""
     from ..chroma.store import Store, connect
 
     client = connect(db_path=db_path)
@@ -407,16 +430,13 @@ def store_peer(run: PeerRun, *, db_path: str | os.PathLike, collection: str,
         client.delete_collection(collection)
     except Exception:  # noqa: BLE001 - absent is fine
         pass
-    store = Store(client, collection, embedder, create=True)
-    texts = [c.text for c in run.chunks]
-    ids = [hashlib.sha256(f"{run.name}\0{c.source}\0{i}".encode()).hexdigest()[:32]
-           for i, c in enumerate(run.chunks)]
-    metas = [{"source": c.source, "start": c.start, "end": c.end, "tokens": c.tokens,
-              "located": c.located} for c in run.chunks]
+    store = Store(client, collection, embedder, create=True, lexical=False)
+    ids, texts, metas = peer_records(run)
     for lo in range(0, len(texts), 1000):
         vectors = embedder.embed(texts[lo:lo + 1000])
         store.upsert(ids[lo:lo + 1000], texts[lo:lo + 1000], vectors, metas[lo:lo + 1000])
+    return ids, texts, metas
 
 
 __all__ = ["PEERS", "Peer", "PeerChunk", "PeerRun", "Locator", "check_peer", "corpus_files",
-           "is_peer", "peer_documents", "run_peer", "store_peer"]
+           "is_peer", "peer_documents", "peer_records", "run_peer", "store_peer"]
