@@ -170,6 +170,45 @@ def test_cli_query_shows_each_legs_rank(real_db, tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
 
 
+def test_weights_move_the_fusion_toward_one_leg(real_db, tmp_path):
+    q = "what does the background task run after the response"
+    words = [h.id for h in search(q, db_path=real_db, k=5, mode="lexical")]
+    dense = [h.id for h in search(q, db_path=real_db, k=5, mode="dense")]
+    assert words != dense  # the legs disagree, so the weights have something to decide
+    assert [h.id for h in search(q, db_path=real_db, k=5, weights={"dense": 0})] == words
+    assert [h.id for h in search(q, db_path=real_db, k=5, weights={"lexical": 0})] == dense
+    out = run_cli("query", q, "--db", str(real_db), "--json", "-k", "5", "--weights", "0,1",
+                  cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert [h["id"] for h in json.loads(out.stdout)] == words
+    for bad in ("1", "a,b", "-1,1", "0,0"):
+        out = run_cli("query", q, "--db", str(real_db), f"--weights={bad}", cwd=tmp_path)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_a_where_nested_past_the_bound_is_one_line(real_db, tmp_path):
+    from chunkwise.chroma.queries import MAX_WHERE_DEPTH, query
+
+    for depth in (MAX_WHERE_DEPTH + 1, 1_000, 3_000):  # 3,000: about 100 KB, an argument's limit
+        where = '{"format": "markdown"}'
+        for _ in range(depth):
+            where = '{"$and": [' + where + ', {"format": "markdown"}]}'
+        out = run_cli("query", "tables", "--db", str(real_db), "--where", where, cwd=tmp_path)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-500:]
+        assert "nests more than" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    deep: dict = {"format": "markdown"}
+    for _ in range(1_000):
+        deep = {"$and": [deep, {"format": "markdown"}]}
+    for ask in (search, query):
+        with pytest.raises(ConfigError, match="nests more than"):
+            ask("tables", db_path=real_db, where=deep)
+    shallow = '{"$and": [{"format": "markdown"}, {"start": {"$gte": 0}}]}'
+    out = run_cli("query", "tables", "--db", str(real_db), "--where", shallow, "--json",
+                  cwd=tmp_path)
+    assert out.returncode == 0 and json.loads(out.stdout), out.stderr
+
+
 # -- the two legs in step (a hash embedder: only the bookkeeping is tested) -------------------
 @pytest.fixture
 def docs(tmp_path) -> Path:

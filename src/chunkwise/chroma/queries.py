@@ -53,6 +53,29 @@ class Hit:
                 "metadata": self.metadata}
 
 
+#: the most levels of nesting a `where` filter may have (Chroma's own validator recurses, and
+#: a filter 1,000 levels deep ended in a RecursionError traceback, issue 44)
+MAX_WHERE_DEPTH = 32
+
+
+def check_where(where: Any) -> Any:
+    """`where` itself if it nests at most `MAX_WHERE_DEPTH` levels of objects and lists, else
+    a `ConfigError` saying so (walked without recursion)."""
+    stack = [(where, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children = list(value.values())
+        elif isinstance(value, (list, tuple)):
+            children = list(value)
+        else:
+            continue
+        if depth > MAX_WHERE_DEPTH:
+            raise ConfigError(f"the where filter nests more than {MAX_WHERE_DEPTH} levels")
+        stack.extend((c, depth + 1) for c in children)
+    return where
+
+
 def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, client: Any = None,
           db_path: str | os.PathLike | None = None, host: str | None = None,
           port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
@@ -65,6 +88,7 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
         raise ConfigError(f"k must be a positive integer, got {k!r}")
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"the query must be a non-empty string, got {text!r}")
+    check_where(where)
     c = connect(client=client, db_path=db_path, host=host, port=port, create=False,
                 retry_delays=retry_delays, timeout=timeout)
     col = open_collection(c, collection, retry_delays)

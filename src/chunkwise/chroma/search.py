@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ..errors import ChunkwiseError, ConfigError, StoreError
-from .queries import Hit, hit_of, space_of
+from .queries import Hit, check_where, hit_of, space_of
 from .store import (DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS, as_rows, connect,
                     lexical_location, open_collection, query_embedder, with_retries)
 
@@ -61,6 +61,18 @@ def check_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     if not any(out.values()):
         raise ConfigError("at least one search leg needs a weight above 0")
     return out
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    """`--weights`'s `DENSE,LEXICAL` (e.g. `1,0.5`) as fusion weights (`check_weights`)."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) != 2:
+        raise ConfigError(f"--weights takes two numbers DENSE,LEXICAL (e.g. 1,0.5), got {text!r}")
+    return check_weights({"dense": values[0], "lexical": values[1]})
 
 
 def fuse(legs: Mapping[str, Sequence[str]], *, weights: Mapping[str, float] | None = None,
@@ -98,6 +110,7 @@ def search(text: str, *, k: int = 5, mode: str = DEFAULT_MODE,
     path (needed for a server), False (none: hybrid is then dense)."""
     mode = check_mode(mode)
     check_weights(weights)
+    check_where(where)
     text = check_query(text)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")

@@ -119,6 +119,9 @@ def register(subparsers: Any) -> None:
                         "no model is loaded)")
     p.add_argument("--where", default=None, metavar="JSON",
                    help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
+    p.add_argument("--weights", default=None, metavar="DENSE,LEXICAL",
+                   help="weights of the two searches in the hybrid fusion (default 1,1; "
+                        "e.g. 1,0.5 halves the words' say)")
     p.add_argument("--contains", default=None, metavar="TEXT",
                    help="only chunks whose text contains TEXT (exactly, case-sensitive)")
     p.add_argument("--embedder", default=None, metavar="SPEC",
@@ -382,8 +385,12 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise ConfigError("--expand-tokens must be a positive integer")
     if args.contains is not None and not args.contains:
         raise ConfigError("--contains needs a text")
+    from ..chroma.search import parse_weights
+
+    weights = parse_weights(args.weights) if args.weights is not None else None
     hits = search(args.text, k=args.k, mode=args.mode, where=where, contains=args.contains,
-                  embedder=args.embedder, lexical=lexical_option(args), **store_location(args))
+                  weights=weights, embedder=args.embedder, lexical=lexical_option(args),
+                  **store_location(args))
     if args.expand == "section":
         from ..chroma.queries import expand_hits
 
@@ -426,12 +433,20 @@ def where_filter(text: str | None) -> dict[str, Any] | None:
     (`ConfigError`, exit 2), not a failed query."""
     if not text:
         return None
+    from ..chroma.queries import MAX_WHERE_DEPTH, check_where
+
     try:
         where = json.loads(text)
     except json.JSONDecodeError as e:
         raise ConfigError(f"--where is not valid JSON: {e}") from e
+    except RecursionError:  # nested deeper than the JSON decoder goes
+        raise ConfigError(f"--where nests more than {MAX_WHERE_DEPTH} levels") from None
     if not isinstance(where, dict):
         raise ConfigError("--where must be a JSON object, e.g. '{\"format\": \"pdf\"}'")
+    try:
+        check_where(where)
+    except ConfigError:
+        raise ConfigError(f"--where nests more than {MAX_WHERE_DEPTH} levels") from None
     if where:  # {} is no filter
         from chromadb.api.types import validate_where
 
