@@ -338,9 +338,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         if args.repair and not words.ok:
             store.sync_lexical()
         words_after = check_lexical(store) if args.repair and not words.ok else words
+        from ..pipeline.freshness import check_folder
+
+        folder = check_folder(store)
         store.close()
     out = health.to_dict()
     out["lexical"] = words.to_dict()
+    out["folder"] = folder.to_dict()
     if args.repair:
         out["repaired"] = after.ok and words_after.ok
         out["after"] = {**after.to_dict(), "lexical": words_after.to_dict()}
@@ -353,6 +357,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"repaired: {after.records} records, healthy" if after.ok else
                   f"not repaired: {after.summary()}")
         print(f"lexical index: {words.summary()}")
+        print(f"folder: {folder.summary()}")
         if not words.ok:
             print(f"lexical index rebuilt from the stored records: {words_after.summary()}"
                   if args.repair else "`chunkwise check --repair` indexes the stored records "
