@@ -14,7 +14,8 @@ import sys
 import warnings
 from typing import Any, Iterator, Sequence
 
-from .options import add_command, chunk_options, chunker_from, examples_epilog, walk_report
+from .options import (add_command, check_file_timeout, chunk_options, chunker_from,
+                      examples_epilog, file_deadline, file_timeout_option, walk_report)
 from ..errors import ChunkwiseError, ConfigError, no_space_message
 from ..text.textio import TerminalSafeFormatter, display_name, terminal_safe
 
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=("auto", "always", "never"),
                    help="print each document's text with chunks in alternating colours "
                         "(auto: only on a terminal; always: forced)")
+    file_timeout_option(p)
     chunk_options(p)
 
     p = add_command(sub, "text", cmd_text, help="print a document's canonical text",
@@ -82,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                     examples=EXAMPLES["text"])
     _paths_option(p, "; with more than one document each text follows a line `==> SOURCE <==`")
     p.add_argument("--format", default=None, help="force the input format")
+    file_timeout_option(p)
 
     p = add_command(sub, "sections", cmd_sections, help="print a document's sections",
                     description="Print the tiled sections the fitter respects.",
@@ -89,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _paths_option(p)
     p.add_argument("--jsonl", action="store_true", help="one JSON object per section")
     p.add_argument("--format", default=None, help="force the input format")
+    file_timeout_option(p)
 
     try:
         from . import store as cli_store
@@ -152,6 +156,7 @@ def cmd_chunk(args: argparse.Namespace) -> int:
     from ..pipeline.discover import ReadError
 
     chunker = chunker_from(args)
+    check_file_timeout(args)
     docs, failed = _documents(args)
     # a bar on a terminal only: `chunk` writes data, and a log line every few seconds in a
     # pipeline's stderr would be noise (`ingest`, a long job, prints them)
@@ -162,11 +167,13 @@ def cmd_chunk(args: argparse.Namespace) -> int:
     try:
         for done, (source, item) in enumerate(docs, 1):
             try:
-                if color and not args.jsonl:  # the view shows the canonical text
-                    doc = chunker.parse_bytes(_read(item), source=source, format=args.format)
-                    text, chunks = doc.text, chunker.chunk_document(doc)
-                else:
-                    chunks = chunker.chunk_bytes(_read(item), source=source, format=args.format)
+                data = _read(item)
+                with file_deadline(args):
+                    if color and not args.jsonl:  # the view shows the canonical text
+                        doc = chunker.parse_bytes(data, source=source, format=args.format)
+                        text, chunks = doc.text, chunker.chunk_document(doc)
+                    else:
+                        chunks = chunker.chunk_bytes(data, source=source, format=args.format)
             except (ChunkwiseError, ReadError) as e:
                 failed += 1
                 print(display_name(_one_line(e, source)), file=sys.stderr)
@@ -201,14 +208,19 @@ def _parsed(args: argparse.Namespace) -> Iterator[tuple[str, Any, int]]:
     from ..chunking.api import parse_bytes
     from ..pipeline.discover import ReadError
 
+    check_file_timeout(args)
     docs, failed = _documents(args)
     args.failed = failed
     for source, item in docs:
         try:
-            yield source, parse_bytes(_read(item), source=source, format=args.format), len(docs)
+            data = _read(item)
+            with file_deadline(args):
+                doc = parse_bytes(data, source=source, format=args.format)
         except (ChunkwiseError, ReadError) as e:
             args.failed += 1
             print(display_name(_one_line(e, source)), file=sys.stderr)
+            continue
+        yield source, doc, len(docs)
 
 
 def cmd_text(args: argparse.Namespace) -> int:

@@ -87,6 +87,27 @@ def budget_options(g: Any) -> None:
                    help="tokens repeated from the previous chunk (default 0)")
 
 
+def file_timeout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--file-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="give up parsing one file after this long (default 600)")
+
+
+def check_file_timeout(args: argparse.Namespace) -> float | None:
+    """`--file-timeout`, a `ConfigError` unless positive (checked before any file is read)."""
+    seconds = getattr(args, "file_timeout", None)
+    if seconds is not None and not seconds > 0:
+        raise ConfigError("--file-timeout must be a positive number of seconds")
+    return seconds
+
+
+def file_deadline(args: argparse.Namespace) -> Any:
+    """A context bounding one file's parsing and chunking by `--file-timeout` (a file past it
+    fails with one line, the others go on)."""
+    from ..pipeline.deadlines import deadline
+
+    return deadline(check_file_timeout(args), "parsing and chunking")
+
+
 def chunk_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("chunking")
     budget_options(g)

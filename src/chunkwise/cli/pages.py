@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .options import add_command, chunk_options, store_location, store_options, walk_report
+from .options import (add_command, check_file_timeout, chunk_options, file_deadline,
+                      file_timeout_option,
+                      store_location, store_options, walk_report)
 from ..errors import ChunkwiseError, ConfigError
 from ..text.textio import display_name
 
@@ -46,6 +48,7 @@ def register(sub: Any) -> None:
                    help="the page to write (default chunkwise-inspect.html)")
     p.add_argument("--root", default=None, metavar="DIR",
                    help="name documents relative to DIR (default: the folder given)")
+    file_timeout_option(p)
     chunk_options(p)
     # several strategies, side by side: replaces the one-strategy flag of `chunk_options`
     p.add_argument("--strategy", dest="strategies", type=_strategy_list, default=["structure"],
@@ -77,6 +80,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from ..pipeline.discover import ReadError, discover, read_bounded, resolve_root
     from ..pages.inspector import Inspector, render
 
+    check_file_timeout(args)
     spec = args.strategy  # a StrategySpec when a strategy flag (--semantic-…) was given
     keywords = dict(getattr(spec, "keywords", {}) or {})
     inspector = Inspector(args.strategies, max_tokens=args.max_tokens, tokenizer=args.tokenizer,
@@ -87,8 +91,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     reports = []
     for task in found.files:
         try:
-            reports.append(inspector.report(read_bounded(task.path), source=task.source,
-                                            format=args.format))
+            data = read_bounded(task.path)
+            with file_deadline(args):
+                reports.append(inspector.report(data, source=task.source, format=args.format))
         except (ChunkwiseError, ReadError) as e:
             failed += 1
             errors.append(" ".join(str(e).split()))

@@ -13,7 +13,8 @@ import json
 import sys
 from typing import Any
 
-from .options import (add_command, chunk_options, chunker_from, lexical_option, no_documents,
+from .options import (add_command, chunk_options, chunker_from, file_timeout_option,
+                      lexical_option, no_documents,
                       store_location, store_options, unreadable)
 from ..errors import ConfigError
 from ..text.textio import display_name
@@ -56,8 +57,7 @@ def register(subparsers: Any) -> None:
                    help="read symlinks that point outside the root (default: skipped)")
     p.add_argument("--max-file-size", default="512M", metavar="SIZE",
                    help="skip files larger than this (bytes, or with K/M/G; default 512M)")
-    p.add_argument("--file-timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="give up parsing one file after this long (default 600)")
+    file_timeout_option(p)
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="minilm (default), chroma-default, a model directory with model.onnx "
                         "and tokenizer.json, or module:attr naming a Chroma embedding function "
