@@ -166,3 +166,37 @@ def test_a_hybrid_peer_ranks_by_both_legs(tmp_path, name):
     for h in hits:
         assert h.text in {c.text for c in run.chunks}
         assert h.source == src.name and int(h.metadata["end"]) > int(h.metadata["start"])
+
+
+def test_a_file_a_peer_cannot_read_makes_its_questions_misses(tmp_path):
+    """A question on a file the peer gave no chunk of (a scan pypdf reads nothing from) is a
+    miss for that peer, not an error that stops the comparison."""
+    from chunkwise.embeddings.functions import resolve_embedder
+    from chunkwise.evaluation.eval import evaluate, load_questions
+    from chunkwise.evaluation.peers import store_peer
+    from chunkwise.evaluation.questions import QuestionsError
+
+    from pypdf import PdfWriter
+
+    src = tmp_path / "alice-in-wonderland.txt"
+    src.write_bytes((FIXTURES / src.name).read_bytes())
+    blank = PdfWriter()
+    blank.add_blank_page(width=612, height=792)  # no text at all: what a scan is to pypdf
+    blank.write(tmp_path / "scan.pdf")
+    run = run_peer("langchain:recursive", [(src, src.name), (tmp_path / "scan.pdf", "scan.pdf")],
+                   max_tokens=128)
+    assert {c.source for c in run.chunks} == {src.name}
+    embedder = resolve_embedder(None)
+    store_peer(run, db_path=tmp_path / "db", collection="peer", embedder=embedder)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"question": "Who is the White Rabbit?", "source": src.name})
+                 + "\n" + json.dumps({"question": "What does the scan say?",
+                                      "source": "scan.pdf"}) + "\n")
+    qset = load_questions(q, root=tmp_path)
+    with pytest.raises(QuestionsError, match="scan.pdf"):
+        evaluate(qset, db_path=tmp_path / "db", collection="peer", embedder=embedder,
+                 exact=True, cwd=tmp_path)
+    report = evaluate(qset, db_path=tmp_path / "db", collection="peer", embedder=embedder,
+                      exact=True, cwd=tmp_path, sources=[src.name, "scan.pdf"])
+    assert [r.rank for r in report.results][1] is None
+    assert report.results[0].source_rank == 1

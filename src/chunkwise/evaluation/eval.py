@@ -182,7 +182,8 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
              exact: bool = False, relevance: str = "overlap",
              expand_tokens: int | None = None, mode: str = "dense",
              lexical: Any = True,
-             searcher: Callable[[str, int], list[Any]] | None = None) -> EvalReport:
+             searcher: Callable[[str, int], list[Any]] | None = None,
+             sources: Sequence[str] = ()) -> EvalReport:
     """Ask every question of `qset` against a collection and score the answers.
 
     With `expand_tokens`, each retrieved chunk is replaced by its parent section cut to that
@@ -201,7 +202,9 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
     `mode` is the search asked: `dense` (the vectors, default), `hybrid` (vectors and the
     lexical index fused, what `chunkwise query` does) or `lexical` (`chunkwise.chroma.search`);
     `exact` ranks the vectors alone, so it takes `dense` only. `searcher(question, k)`, when
-    given, asks each question instead (a peer's own retriever, `peer_hybrid`).
+    given, asks each question instead (a peer's own retriever, `peer_hybrid`). `sources`: more
+    names a question may refer to though the collection holds no chunk of them (a file a peer
+    could not read: its questions are misses, not an error).
 
     Raises `QuestionsError` when a question's source is not in the collection, `StoreError`
     when the collection cannot be read, `ConfigError` for an unknown `relevance`."""
@@ -258,7 +261,7 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
         e = expand(members, at, max(expand_tokens, members[at].tokens))
         units = sum(units_at[(c.source, m.start)] for m in members if e.start <= m.start < e.end)
         return RetrievedChunk(c.source, e.start, e.end, units, c.distance, e.tokens)
-    matched = match_sources(qset, spans, cwd=cwd)
+    matched = match_sources(qset, [*spans, *sources], cwd=cwd)
     t1 = time.perf_counter()
     counters = {p: UnitCounter(t) for p, t in qset.texts.items()}
     if searcher is not None:
@@ -284,7 +287,7 @@ def evaluate(qset: QuestionSet, *, ks: Sequence[int] = DEFAULT_KS,
                      for h in hits]
         if expand_tokens:
             retrieved = [expanded(c, h.metadata) for c, h in zip(retrieved, hits)]
-        results.append(_score(q, matched[i], retrieved, spans[matched[i]], ks,
+        results.append(_score(q, matched[i], retrieved, spans.get(matched[i], []), ks,
                               counters.get(q.path), relevance))
     t2 = time.perf_counter()
     return EvalReport(collection=collection, ks=ks, metrics=summarise(results, ks),
@@ -486,8 +489,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
         for name in peers:
             collection = "eval-" + name.replace(":", "-")
             t0 = time.perf_counter()
-            run = run_peer(name, corpus_files(corpus), max_tokens=max_tokens,
-                           tokenizer=tokenizer)
+            files = corpus_files(corpus)
+            run = run_peer(name, files, max_tokens=max_tokens, tokenizer=tokenizer)
             records = store_peer(run, db_path=db_path, collection=collection,
                                  embedder=embedder)
             searcher = (hybrid_searcher(name, records, db_path=db_path, collection=collection,
@@ -497,7 +500,8 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
                 on_ingest(name, run)
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
                               embedder=embedder, strategy=name, exact=searcher is None,
-                              relevance=relevance, searcher=searcher)
+                              relevance=relevance, searcher=searcher,
+                              sources=[source for _, source in files])
             report.seconds["ingest"] = seconds
             report.located = run.located
             reports.append(report)
