@@ -1,0 +1,264 @@
+"""The read-only service behind `chunkwise serve`: one opened collection, one loaded
+embedding model, and the four questions a client may ask of them (search, fetch, sources,
+health), each taking a JSON object and returning one.
+
+Both front ends (`http`, the JSON endpoints; `mcp`, the MCP tools) call these methods and
+nothing else, so a request is checked in one place: every parameter named, typed and
+bounded (`LIMITS`), an unknown one refused (a misspelt `where` would otherwise search
+everything). A bad request is a `ConfigError`, an id the collection does not hold a
+`NotFound`, a store that fails a `StoreError`; the front ends turn each into a status and
+one line.
+
+    >>> service = Service(db_path="chunkwise-db")
+    >>> service.search({"query": "trailing slash redirect", "k": 3})["hits"][0]["source"]
+
+The model is loaded once, when the service is built, and every embedding goes through one
+lock: a request never waits for a load, and an embedder that is not safe to call from
+several threads (a user's `module:attr`) is still called by one at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import ChunkwiseError, ConfigError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LIMITS", "Limits", "NotFound", "Service"]
+
+
+class NotFound(ChunkwiseError):
+    """The collection holds no record with the id asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may ask for; larger requests are refused, not cut."""
+
+    body: int = 64 * 1024
+    """bytes of a request body (HTTP) or of a tool call's arguments"""
+    k: int = 100
+    """results of one search"""
+    query: int = 4096
+    """characters of a query text (a question, not a document)"""
+    contains: int = 1024
+    """characters of a `contains` text"""
+    expand_tokens: int = 4096
+    """tokens of a section returned with a chunk"""
+
+
+LIMITS = Limits()
+#: tokens of the parent section `fetch` returns unless told (as `query --expand section`)
+DEFAULT_SECTION_TOKENS = 512
+
+
+class Service:
+    """The collection `collection` of an embedded database (`db_path`) or a Chroma server
+    (`host`, `port`), opened for reading, with its embedder loaded (`embedder`: a spec or
+    object, default the one the collection was built with).
+    Thread-safe: the HTTP server calls it from a thread per request."""
+
+    def __init__(self, *, db_path: str | os.PathLike | None = None, host: str | None = None,
+                 port: int | None = None, collection: str | None = None,
+                 embedder: Any = None, lexical: str | os.PathLike | bool = True,
+                 retry_delays: Sequence[float] | None = None, timeout: float | None = None,
+                 limits: Limits = LIMITS) -> None:
+        from ..chroma.store import (DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS, connect,
+                                    lexical_location, open_collection, query_embedder)
+
+        self.limits = limits
+        self.name = collection or DEFAULT_COLLECTION
+        self.delays = tuple(RETRY_DELAYS if retry_delays is None else retry_delays)
+        self.client = connect(db_path=db_path, host=host, port=port, create=False,
+                              retry_delays=self.delays,
+                              timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        self.lexical = lexical
+        col = open_collection(self.client, self.name, self.delays)
+        emb = query_embedder(col, embedder)
+        if emb.load is not None:
+            emb.load()  # now, not on the first request
+        self.embedder = locked(emb)
+        self.has_lexical = lexical_location(self.client, lexical) is not None
+
+    # -- the four requests ----------------------------------------------------------------
+    def health(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The collection's name and size, the model, whether a word index is there."""
+        _known(params or {}, ())
+        return {"ok": True, "collection": self.name, "records": self._count(),
+                "embedder": self.embedder.identity, "lexical": self.has_lexical,
+                "limits": {"k": self.limits.k, "query": self.limits.query,
+                           "body": self.limits.body}}
+
+    def search(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`{"query": TEXT, "k": 5, "mode": "hybrid", "where": {...}, "contains": TEXT,
+        "expand": "section", "expand_tokens": 512}`: the best hits, as `chunkwise query
+        --json` prints them (`chunkwise.chroma.search`)."""
+        from ..chroma.search import MODES, search
+
+        _known(params, ("query", "k", "mode", "where", "contains", "expand", "expand_tokens"))
+        text = _text(params, "query", self.limits.query, required=True)
+        k = _int(params, "k", 5, self.limits.k)
+        mode = params.get("mode", "hybrid")
+        if mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r:.40}")
+        where = where_filter(params.get("where"))
+        contains = _text(params, "contains", self.limits.contains)
+        expand = params.get("expand")
+        if expand not in (None, "section"):
+            raise ConfigError(f"expand must be \"section\" or absent, got {expand!r:.40}")
+        tokens = _int(params, "expand_tokens", DEFAULT_SECTION_TOKENS, self.limits.expand_tokens)
+        hits = search(text, k=k, mode=mode, where=where, contains=contains, client=self.client,
+                      collection=self.name, embedder=self.embedder, lexical=self.lexical,
+                      retry_delays=self.delays)
+        if expand == "section":
+            from ..chroma.queries import expand_hits
+
+            hits = expand_hits(hits, tokens=tokens, client=self.client, collection=self.name)
+        return {"query": text, "mode": mode, "k": k, "hits": [hit_dict(h) for h in hits]}
+
+    def fetch(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`{"id": ID, "section": true, "tokens": 512}`: the chunk stored under `id` and, with
+        `section`, its parent section rebuilt from the chunks inside it within `tokens`
+        (`chunkwise.chroma.expand`); `section` is null for a chunk that records none."""
+        from ..chroma.queries import expand_hits, hit_of, space_of
+        from ..chroma.store import open_collection, with_retries
+
+        _known(params, ("id", "section", "tokens"))
+        id_ = _text(params, "id", 256, required=True)
+        section = params.get("section", True)
+        if not isinstance(section, bool):
+            raise ConfigError(f"section must be true or false, got {section!r:.40}")
+        tokens = _int(params, "tokens", DEFAULT_SECTION_TOKENS, self.limits.expand_tokens)
+        col = open_collection(self.client, self.name, self.delays)
+        got = with_retries(lambda: col.get(ids=[id_], include=["documents", "metadatas"]),
+                           "read a record", self.delays)
+        if not got["ids"]:
+            raise NotFound(f"no chunk with id {id_!r} in collection {self.name!r}")
+        hit = replace(hit_of(got["ids"][0], got["documents"][0], got["metadatas"][0], math.nan,
+                             space_of(col)), distance=None)
+        out: dict[str, Any] = {"chunk": hit_dict(hit), "section": None}
+        if section:
+            wide = expand_hits([hit], tokens=tokens, client=self.client, collection=self.name)[0]
+            if "expanded" in wide.metadata:
+                m = wide.metadata
+                out["section"] = {
+                    "id": m.get("parent_id"), "text": wide.text, "start": m["start"],
+                    "end": m["end"], "tokens": m["tokens"], "chunks": m["expanded"],
+                    "section_start": m.get("parent_start"), "section_end": m.get("parent_end"),
+                    "section_path": _path(m.get("parent_path"))}
+        return out
+
+    def sources(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """`{"contains": TEXT}` (optional, a part of the name): every source the collection
+        holds, with its format and record count, sorted by name; one paged read of the
+        collection's metadata."""
+        from ..chroma.store import open_collection, paged, with_retries
+
+        params = params or {}
+        _known(params, ("contains",))
+        part = _text(params, "contains", self.limits.contains)
+        col = open_collection(self.client, self.name, self.delays)
+        found: dict[str, dict[str, Any]] = {}
+        for got in paged(lambda offset: with_retries(
+                lambda: col.get(include=["metadatas"], limit=1000, offset=offset),
+                "read the collection", self.delays), 1000):
+            for meta in got["metadatas"]:
+                meta = meta or {}
+                source = str(meta.get("source", ""))
+                if part and part not in source:
+                    continue
+                row = found.setdefault(source, {"source": source,
+                                                "format": meta.get("format"), "records": 0})
+                row["records"] += 1
+        rows = [found[s] for s in sorted(found)]
+        return {"collection": self.name, "count": len(rows), "sources": rows}
+
+    def _count(self) -> int:
+        from ..chroma.store import open_collection, with_retries
+
+        col = open_collection(self.client, self.name, self.delays)
+        return int(with_retries(col.count, "count", self.delays))
+
+
+# -- helpers --------------------------------------------------------------------------------
+def locked(emb: Any) -> Any:
+    """`emb` (an `Embedder`) with every embedding serialised by one lock."""
+    lock = threading.Lock()
+
+    def guard(fn: Callable[[Sequence[str]], Any] | None) -> Callable[[Sequence[str]], Any] | None:
+        if fn is None:
+            return None
+
+        def call(texts: Sequence[str]) -> Any:
+            with lock:
+                return fn(texts)
+        return call
+    return replace(emb, embed=guard(emb.embed), query_embed=guard(emb.query_embed))
+
+
+def hit_dict(hit: Any) -> dict[str, Any]:
+    """A hit as JSON: `Hit.to_dict()`, with no NaN (not JSON) anywhere in it."""
+    out = hit.to_dict()
+    if out["distance"] is not None and not math.isfinite(out["distance"]):
+        out["distance"] = None
+    return out
+
+
+def where_filter(where: Any) -> dict[str, Any] | None:
+    """A `where` parameter checked by Chroma's own validator: a JSON object; several keys at
+    the top are joined with `$and` (Chroma takes one key or one operator there)."""
+    if where is None or where == {}:
+        return None
+    if not isinstance(where, dict):
+        raise ConfigError("where must be a JSON object, e.g. {\"format\": \"pdf\"}")
+    if len(where) > 1 and not any(str(key).startswith("$") for key in where):
+        where = {"$and": [{key: value} for key, value in where.items()]}
+    from chromadb.api.types import validate_where
+
+    try:
+        validate_where(where)
+    except ValueError as e:
+        raise ConfigError(f"where is not a Chroma filter: {e}") from e
+    return where
+
+
+def _known(params: Mapping[str, Any], names: Sequence[str]) -> None:
+    if not isinstance(params, Mapping):
+        raise ConfigError("the request must be a JSON object")
+    unknown = sorted(str(p) for p in params if p not in names)
+    if unknown:
+        allowed = ", ".join(names) or "none"
+        raise ConfigError(f"unknown parameter {unknown[0]!r:.60} (known: {allowed})")
+
+
+def _text(params: Mapping[str, Any], name: str, limit: int, *,
+          required: bool = False) -> str | None:
+    value = params.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{name} must be a non-empty string")
+    if len(value) > limit:
+        raise ConfigError(f"{name} is {len(value)} characters long; at most {limit}")
+    return value
+
+
+def _int(params: Mapping[str, Any], name: str, default: int, limit: int) -> int:
+    value = params.get(name, default)
+    if isinstance(value, str) and value.strip().isdigit():  # from a query string
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise ConfigError(f"{name} must be an integer from 1 to {limit}, got {value!r:.40}")
+    return value
+
+
+def _path(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return value.split(" > ") if isinstance(value, str) and value else []
