@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
@@ -36,6 +37,8 @@ DEFAULT_PORT = 8765
 #: seconds a connection may stay silent before it is closed (a client that opens a
 #: connection and sends nothing does not hold a thread for ever)
 IDLE_TIMEOUT = 30.0
+#: after refusing a body unread: seconds and bytes still read (and dropped) before closing
+LINGER, LINGER_BYTES = 2.0, 16 * 1024 ** 2
 #: the endpoints, and the methods each answers
 ROUTES: dict[str, tuple[str, ...]] = {"/health": ("GET",), "/sources": ("GET",),
                                       "/search": ("GET", "POST"), "/fetch": ("GET", "POST")}
@@ -67,6 +70,10 @@ class Handler(BaseHTTPRequestHandler):
     server: Server
     server_version = "chunkwise"
     protocol_version = "HTTP/1.1"
+    # a request line too malformed to name its version is answered with a status line and
+    # headers (http.server's default, HTTP/0.9, would send the JSON bare)
+    default_request_version = "HTTP/1.0"
+    _unread = False  # set when a refusal leaves a body unread (see `finish`)
     timeout = IDLE_TIMEOUT
 
     # -- methods --------------------------------------------------------------------------
@@ -137,7 +144,8 @@ class Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, out)
 
     def _query(self) -> dict[str, Any]:
-        """The query string's parameters; `where` and `section` decoded from JSON text."""
+        """The query string's parameters; the numbers as numbers, `where` and `section`
+        decoded from JSON text."""
         try:
             pairs = parse_qsl(urlsplit(self.path).query, keep_blank_values=True,
                               strict_parsing=False, max_num_fields=32)
@@ -148,6 +156,9 @@ class Handler(BaseHTTPRequestHandler):
             if key in params:
                 raise _Refused(HTTPStatus.BAD_REQUEST, f"parameter {key!r:.40} given twice")
             params[key] = value
+        for key in ("k", "tokens", "expand_tokens"):  # numbers, as a JSON body has them
+            if params.get(key, "").isdigit():
+                params[key] = int(params[key])
         for key in ("where", "section"):
             if key in params:
                 try:
@@ -163,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
         """The JSON object of a POST body, within `Limits.body` bytes."""
         limit = self.server.service.limits.body
         if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True
+            self.close_connection = self._unread = True
             raise _Refused(HTTPStatus.LENGTH_REQUIRED,
                            "send the body with a Content-Length, not chunked")
         raw = self.headers.get("Content-Length")
@@ -178,6 +189,7 @@ class Handler(BaseHTTPRequestHandler):
             raise _Refused(HTTPStatus.BAD_REQUEST, f"bad Content-Length {raw!r:.40}") from None
         if length > limit:
             self.close_connection = True  # the body is not read: the connection cannot go on
+            self._unread = True
             raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                            f"the body is {length} bytes; at most {limit}")
         data = self.rfile.read(length)
@@ -192,6 +204,22 @@ class Handler(BaseHTTPRequestHandler):
                            f"the body must be a JSON object, not {type(params).__name__}")
         return params
 
+    def finish(self) -> None:
+        """After a refusal that left a body unread, read (and drop) what the client still
+        sends for a moment before closing: closing with unread bytes resets the connection,
+        and the client may lose the answer that says why."""
+        super().finish()
+        if not self._unread:
+            return
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(LINGER)
+            left = LINGER_BYTES
+            while left > 0 and (got := self.connection.recv(min(left, 65536))):
+                left -= len(got)
+        except OSError:
+            pass
+
     def _drain(self) -> None:
         """Read (and drop) a small body of a request that is refused, so that the
         connection can serve the next one; a large or unmeasured one closes it."""
@@ -199,7 +227,7 @@ class Handler(BaseHTTPRequestHandler):
         if raw and raw.isdigit() and int(raw) <= self.server.service.limits.body:
             self.rfile.read(int(raw))
         elif raw or self.headers.get("Transfer-Encoding"):
-            self.close_connection = True
+            self.close_connection = self._unread = True
 
     # -- answers --------------------------------------------------------------------------
     def _send_error(self, status: int, message: str, *, allow: str | None = None) -> None:

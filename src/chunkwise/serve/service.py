@@ -251,8 +251,6 @@ def _text(params: Mapping[str, Any], name: str, limit: int, *,
 
 def _int(params: Mapping[str, Any], name: str, default: int, limit: int) -> int:
     value = params.get(name, default)
-    if isinstance(value, str) and value.strip().isdigit():  # from a query string
-        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
         raise ConfigError(f"{name} must be an integer from 1 to {limit}, got {value!r:.40}")
     return value
