@@ -244,6 +244,30 @@ def test_ten_concurrent_clients_get_their_own_answers(server, db):
     assert all(ids == want[q] for q, ids in answers)
 
 
+def test_an_ingest_by_another_process_is_seen_by_the_next_request(db, tmp_path):
+    """Chroma's embedded client keeps what it loaded: without a reopen the next read of a
+    record written since fails ("Error finding id")."""
+    copy = tmp_path / "db"
+    shutil.copytree(db, copy)
+    service = Service(db_path=copy)
+    before = service.health()["records"]
+    docs = db.parent / "docs"
+    new = docs / "zebra-notes.md"
+    new.write_text("# Zebra notes\n\nThe quagga was a subspecies of the plains zebra.\n",
+                   encoding="utf-8")
+    try:
+        out = subprocess.run([sys.executable, "-m", "chunkwise.cli", "ingest", str(docs),
+                              "--db", str(copy), "-q", "--workers", "1"],
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        new.unlink()
+    assert out.returncode == 0, out.stderr
+    for mode in ("hybrid", "dense", "lexical"):
+        hits = service.search({"query": "quagga subspecies", "k": 1, "mode": mode})["hits"]
+        assert hits[0]["source"] == "zebra-notes.md", mode
+    assert service.health()["records"] == before + 1 and service.reopened == 1
+
+
 # -- the command ----------------------------------------------------------------------------
 def free_port() -> int:
     with socket.socket() as s:

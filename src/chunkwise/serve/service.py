@@ -15,6 +15,13 @@ one line.
 The model is loaded once, when the service is built, and every embedding goes through one
 lock: a request never waits for a load, and an embedder that is not safe to call from
 several threads (a user's `module:attr`) is still called by one at a time.
+
+An embedded database written by another process while the service has it open (a
+`chunkwise ingest` beside it) is reopened before the next request: Chroma's embedded client
+keeps the state it loaded, and its next read of a record written since fails ("Error
+finding id"). The database's files are looked at (one `stat` each) before every request;
+when they changed, new requests wait while those in flight finish, the client is closed and
+opened again.
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ import logging
 import math
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import ChunkwiseError, ConfigError
 
@@ -70,15 +79,22 @@ class Service:
                  retry_delays: Sequence[float] | None = None, timeout: float | None = None,
                  limits: Limits = LIMITS) -> None:
         from ..chroma.store import (DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS, connect,
-                                    lexical_location, open_collection, query_embedder)
+                                    lexical_location, open_collection, persist_directory,
+                                    query_embedder)
 
         self.limits = limits
         self.name = collection or DEFAULT_COLLECTION
         self.delays = tuple(RETRY_DELAYS if retry_delays is None else retry_delays)
-        self.client = connect(db_path=db_path, host=host, port=port, create=False,
-                              retry_delays=self.delays,
-                              timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        self._connect = lambda: connect(db_path=db_path, host=host, port=port, create=False,
+                                        retry_delays=self.delays,
+                                        timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        self.client = self._connect()
         self.lexical = lexical
+        self._gate = _Gate()
+        self._folder = persist_directory(self.client)
+        self._stamp = self._files()
+        self.reopened = 0
+        """How many times the database was reopened after another process wrote it."""
         col = open_collection(self.client, self.name, self.delays)
         emb = query_embedder(col, embedder)
         if emb.load is not None:
@@ -89,16 +105,70 @@ class Service:
     # -- the four requests ----------------------------------------------------------------
     def health(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The collection's name and size, the model, whether a word index is there."""
+        with self._current():
+            return self._health(params)
+
+    def search(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`{"query": TEXT, "k": 5, "mode": "hybrid", "where": {...}, "contains": TEXT,
+        "expand": "section", "expand_tokens": 512}`: the best hits, as `chunkwise query
+        --json` prints them (`chunkwise.chroma.search`)."""
+        with self._current():
+            return self._search(params)
+
+    def fetch(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`{"id": ID, "section": true, "tokens": 512}`: the chunk stored under `id` and, with
+        `section`, its parent section rebuilt from the chunks inside it within `tokens`
+        (`chunkwise.chroma.expand`); `section` is null for a chunk that records none."""
+        with self._current():
+            return self._fetch(params)
+
+    def sources(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """`{"contains": TEXT}` (optional, a part of the name): every source the collection
+        holds, with its format and record count, sorted by name; one paged read of the
+        collection's metadata."""
+        with self._current():
+            return self._sources(params)
+
+    # -- another writer -------------------------------------------------------------------
+    def _files(self) -> tuple[Any, ...] | None:
+        """(mtime, size) of the embedded database's SQLite files; None for a server."""
+        if self._folder is None:
+            return None
+        out = []
+        for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
+            try:
+                st = (Path(self._folder) / name).stat()
+                out.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    @contextmanager
+    def _current(self) -> Iterator[None]:
+        """A request on the database as it is now: reopened first if another process wrote
+        it since it was opened (module docstring)."""
+        if self._files() != self._stamp:
+            with self._gate.alone():
+                stamp = self._files()
+                if stamp != self._stamp:
+                    log.info("%s was written by another process: reopening it", self._folder)
+                    close = getattr(self.client, "close", None)
+                    if close is not None:
+                        close()
+                    self.client = self._connect()
+                    self._stamp = self._files()  # opening may write (Chroma's own upkeep)
+                    self.reopened += 1
+        with self._gate.shared():
+            yield
+
+    def _health(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         _known(params or {}, ())
         return {"ok": True, "collection": self.name, "records": self._count(),
                 "embedder": self.embedder.identity, "lexical": self.has_lexical,
                 "limits": {"k": self.limits.k, "query": self.limits.query,
                            "body": self.limits.body}}
 
-    def search(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """`{"query": TEXT, "k": 5, "mode": "hybrid", "where": {...}, "contains": TEXT,
-        "expand": "section", "expand_tokens": 512}`: the best hits, as `chunkwise query
-        --json` prints them (`chunkwise.chroma.search`)."""
+    def _search(self, params: Mapping[str, Any]) -> dict[str, Any]:
         from ..chroma.search import MODES, search
 
         _known(params, ("query", "k", "mode", "where", "contains", "expand", "expand_tokens"))
@@ -122,10 +192,7 @@ class Service:
             hits = expand_hits(hits, tokens=tokens, client=self.client, collection=self.name)
         return {"query": text, "mode": mode, "k": k, "hits": [hit_dict(h) for h in hits]}
 
-    def fetch(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """`{"id": ID, "section": true, "tokens": 512}`: the chunk stored under `id` and, with
-        `section`, its parent section rebuilt from the chunks inside it within `tokens`
-        (`chunkwise.chroma.expand`); `section` is null for a chunk that records none."""
+    def _fetch(self, params: Mapping[str, Any]) -> dict[str, Any]:
         from ..chroma.queries import expand_hits, hit_of, space_of
         from ..chroma.store import open_collection, with_retries
 
@@ -154,10 +221,7 @@ class Service:
                     "section_path": _path(m.get("parent_path"))}
         return out
 
-    def sources(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """`{"contains": TEXT}` (optional, a part of the name): every source the collection
-        holds, with its format and record count, sorted by name; one paged read of the
-        collection's metadata."""
+    def _sources(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         from ..chroma.store import open_collection, paged, with_retries
 
         params = params or {}
@@ -187,6 +251,32 @@ class Service:
 
 
 # -- helpers --------------------------------------------------------------------------------
+class _Gate:
+    """Requests share the client (`shared`); a reopen has it alone (`alone`: it waits for
+    the requests in flight, and new ones wait for it)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: self._readers == 0)
+            yield
+
+
 def locked(emb: Any) -> Any:
     """`emb` (an `Embedder`) with every embedding serialised by one lock."""
     lock = threading.Lock()
