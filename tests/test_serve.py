@@ -215,6 +215,14 @@ def test_wrong_method_path_or_protocol(server):
     is_error(*raw_request(server, b"GARBAGE\r\n\r\n"), 400)
     is_error(*call(server, "/search?query=x&where=%7Bbad"), 400)
     is_error(*call(server, "/search?query=x&k=1&k=2"), 400)
+    # DNS rebinding: a page of another name pointed at 127.0.0.1 sends its own Host
+    line = is_error(*raw_request(server, b"GET /health HTTP/1.1\r\nHost: evil.example:80"
+                                         b"\r\n\r\n"), 403)
+    assert "DNS rebinding" in line
+    for host in (b"localhost:1", b"127.0.0.1", b"[::1]:8765"):
+        status, _ = raw_request(server, b"GET /health HTTP/1.1\r\nHost: " + host
+                                + b"\r\nConnection: close\r\n\r\n")
+        assert status == 200, host
 
 
 def test_a_bug_is_500_with_one_line_and_no_traceback(server, monkeypatch):

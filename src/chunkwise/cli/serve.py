@@ -8,7 +8,6 @@ Its `--host`/`--port` are where it listens; the Chroma server a collection may l
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import signal
 import sys
 from typing import Any
@@ -71,7 +70,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                   "port": args.chroma_port})
     service = Service(embedder=args.embedder, lexical=lexical_option(args),
                       **store_location(store))
-    if not _loopback(args.host):
+    from ..serve.httpd import is_loopback
+
+    if not is_loopback(args.host):
         print(f"warning: listening on {args.host}: anyone who can reach it can read the "
               "collection (there is no authentication)", file=sys.stderr)
     if args.mcp is not None:
@@ -105,12 +106,3 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -9,14 +9,16 @@ a request, no dependency.
     POST /fetch    {"id": ID, "section": true, "tokens": 512}
 
 Every answer is a JSON object; an error is `{"error": ONE LINE, "status": N}` with that
-status: 400 a bad request (malformed JSON, an unknown or out-of-bounds parameter), 404 an
-unknown path or id, 405 any other method (it is read-only: nothing is written through
+status: 400 a bad request (malformed JSON, an unknown or out-of-bounds parameter), 403 a
+Host that is not a loopback name on a loopback server (DNS rebinding), 404 an unknown path
+or id, 405 any other method (it is read-only: nothing is written through
 it), 411 a body without a length, 413 a body over `Limits.body`, 503 the store failing, 500
 anything else (logged here with its traceback, never sent).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import socket
@@ -30,7 +32,7 @@ from .service import NotFound, Service
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Server", "make_server"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Server", "is_loopback", "make_server"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -108,6 +110,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def _answer(self, method: str) -> None:
         path = self._path()
+        if not self._host_allowed():
+            self._drain()
+            return self._send_error(HTTPStatus.FORBIDDEN,
+                                    f"Host {self.headers.get('Host', '')!r:.80} is not this "
+                                    "server's: a server on a loopback address answers "
+                                    "localhost, 127.0.0.1 and ::1 only (DNS rebinding)")
         methods = ROUTES.get(path)
         if methods is None:
             self._drain()
@@ -142,6 +150,18 @@ class Handler(BaseHTTPRequestHandler):
                                     f"internal error ({type(e).__name__}); the server log has "
                                     "the details")
         self._send(HTTPStatus.OK, out)
+
+    def _host_allowed(self) -> bool:
+        """A server listening on a loopback address answers requests addressed to a
+        loopback name only: a web page whose name an attacker points at 127.0.0.1 (DNS
+        rebinding) sends its own name as Host and is refused."""
+        if not is_loopback(str(self.server.server_address[0])):
+            return True
+        host = self.headers.get("Host")
+        if host is None:  # HTTP/1.0 without one: not a browser
+            return True
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        return is_loopback(name.strip("[]"))
 
     def _query(self) -> dict[str, Any]:
         """The query string's parameters; the numbers as numbers, `where` and `section`
@@ -254,6 +274,16 @@ class _Refused(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine's loopback."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _one_line(e: BaseException) -> str:
