@@ -254,7 +254,14 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, {"error": message, "status": int(status)}, allow=allow)
 
     def _send(self, status: int, body: Mapping[str, Any], *, allow: str | None = None) -> None:
-        data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        try:
+            data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError):  # a value JSON cannot hold (NaN in stored metadata)
+            log.exception("%s: the answer is not JSON", self._path())
+            status, allow = HTTPStatus.INTERNAL_SERVER_ERROR, None
+            data = json.dumps({"error": "internal error: the answer could not be written as "
+                               "JSON; the server log has the details",
+                               "status": int(status)}).encode("utf-8")
         self.send_response(int(status))
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))

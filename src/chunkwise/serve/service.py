@@ -51,7 +51,7 @@ class Limits:
     """What one request may ask for; larger requests are refused, not cut."""
 
     body: int = 64 * 1024
-    """bytes of a request body (HTTP) or of a tool call's arguments"""
+    """bytes of a request body (the JSON endpoints, MCP's HTTP transport)"""
     k: int = 100
     """results of one search"""
     query: int = 4096
@@ -100,7 +100,8 @@ class Service:
         if emb.load is not None:
             emb.load()  # now, not on the first request
         self.embedder = locked(emb)
-        self.has_lexical = lexical_location(self.client, lexical) is not None
+        words = lexical_location(self.client, lexical)
+        self.has_lexical = words is not None and words.is_file()
 
     # -- the four requests ----------------------------------------------------------------
     def health(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
