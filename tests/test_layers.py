@@ -22,7 +22,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("chunking",),
     ("chroma",),
     ("pipeline",),
-    ("pages", "evaluation", "llama_index", "langchain", "ray"),
+    ("pages", "evaluation", "llama_index", "langchain", "ray", "serve"),
     ("cli",),
     ("chunkwise",),  # the package's face: `chunkwise.Chunker`, `chunk_file`, ...
 ]

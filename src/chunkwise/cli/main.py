@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         from . import eval as cli_eval  # evaluation runs on a store
 
         cli_eval.register(sub)
+        from . import serve as cli_serve  # a warm server over a store
+
+        cli_serve.register(sub)
     from . import pages as cli_inspect  # the inspector page and the collection map
 
     cli_inspect.register(sub)
