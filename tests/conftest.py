@@ -123,7 +123,8 @@ _MEASURE = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[2:]
             "sys.exit(rc)")
 
 
-def run_measured(args: list[str], stdout: Path, *, timeout: float) -> Measured:
+def run_measured(args: list[str], stdout: Path, *, timeout: float,
+                 cwd: Path | None = None) -> Measured:
     """Run `args` with stdout to a file; its wall time, CPU time and peak RSS (measured by a
     small parent process of its own, so only this command is counted). Killed past `timeout`
     (returncode -9), a wall-clock bound: assert time on `cpu_seconds`, which a busy machine
@@ -134,7 +135,8 @@ def run_measured(args: list[str], stdout: Path, *, timeout: float) -> Measured:
     with open(stdout, "wb") as out:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", _MEASURE, str(rss_file), *args],
-                                stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+                                stdout=out, stderr=subprocess.PIPE, start_new_session=True,
+                                cwd=cwd)
         timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         timer.start()
         try:

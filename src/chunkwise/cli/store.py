@@ -203,12 +203,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               file=sys.stderr)
     for source, reason in report.failed:
         print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
-    if not report.files and not failed and (report.unsupported or not args.quiet):
+    if not report.files and (report.unsupported or not (failed or args.quiet)):
         # nothing to ingest: an error where files were there and none could be read
-        files = "file" if report.unsupported == 1 else "files"
-        print(display_name(no_documents(args.paths, report.unsupported and
-                                        f"{report.unsupported} {files} of no supported "
-                                        f"format not read")), file=sys.stderr)
+        print(display_name(no_documents(args.paths, report.unsupported_note)), file=sys.stderr)
         failed += bool(report.unsupported)
     if not args.quiet:
         for source, reason in report.no_text:
@@ -219,9 +216,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               "of each is stored but not embedded, so retrieval cannot find it. Chunk with a "
               f"smaller --max-tokens ({report.window} with the minilm tokenizer).",
               file=sys.stderr)
+    # nothing to ingest (no file, nothing pruned or repaired): the line above says all
+    nothing = not (report.files or report.pruned_files or report.repaired)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
-    elif not args.quiet:
+    elif not args.quiet and not nothing:
         print(_summary(report))
     return 1 if failed else 0
 

@@ -104,13 +104,15 @@ class Run:
 
 
 def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunker: ChunkerLike,
-              emb: Embedder, *, workers: int, hashes: set[str] | None = None) -> Run:
+              emb: Embedder, *, workers: int, hashes: set[str] | None = None,
+              found: Discovery | None = None) -> Run:
     """Open (or `rebuild`) the collection, choose the root (recorded by the planner before
     the first write, so a run that writes nothing pins nothing), repair a damaged
     index, discover the files under `paths` and read what is stored (one paged pass;
     `hashes`, when given, gets every stored embed hash on the way). `paths=None` discovers
     nothing: the caller brings its own files, named relative to `root`, and adds them to
-    `run.found.files` as it reads them (what `prune_gone` keeps)."""
+    `run.found.files` as it reads them (what `prune_gone` keeps). `found`: the discovery
+    of `paths` already made (`nothing_to_ingest`), used when its root is the run's."""
     collection, root = opts.collection, opts.root
     if opts.rebuild:
         _drop(c, collection, opts.retry_delays)
@@ -129,8 +131,9 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
     store.sync_lexical()  # both legs hold the same ids before anything is called unchanged
     t0 = time.perf_counter()
     if paths is not None:
-        found = discover(paths, root=the_root, follow_symlinks=opts.follow_symlinks,
-                         max_file_size=opts.max_file_size)
+        if found is None or found.root != the_root:
+            found = discover(paths, root=the_root, follow_symlinks=opts.follow_symlinks,
+                             max_file_size=opts.max_file_size)
     else:
         found = Discovery(root=the_root, scopes=[""])
     report = discovered(found, opts.prune, IngestReport(
@@ -140,13 +143,32 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
                time.perf_counter() - t0, None if recorded is not None else str(the_root))
 
 
-def discovered(found: Discovery, prune: bool, report: IngestReport) -> IngestReport:
+def nothing_to_ingest(paths: list[str], opts: IngestOptions, *, workers: int
+                      ) -> tuple[Discovery, IngestReport | None]:
+    """Discover `paths` before any store is opened or model loaded: the discovery, and the
+    run's whole report when there is nothing to write (no document under the paths: they do
+    not exist, are empty or hold only files of no supported format), else None. A run that
+    prunes or rebuilds always opens its collection (it may delete), so it gets None. In the
+    report nothing is logged: `unsupported` and `failed` say it, once (the CLI's one line)."""
+    root = resolve_root(opts.root) if opts.root is not None else default_root(paths)
+    found = discover(paths, root=root, follow_symlinks=opts.follow_symlinks,
+                     max_file_size=opts.max_file_size)
+    if found.files or opts.prune or opts.rebuild:
+        return found, None
+    report = IngestReport(root=str(root), workers=workers)
+    return found, discovered(found, False, report, warn=False)
+
+
+def discovered(found: Discovery, prune: bool, report: IngestReport, *,
+               warn: bool = True) -> IngestReport:
     """`report` with what discovery passed over: the paths skipped, the files of no supported
-    format (one warning), and the paths that do not exist (failures, unless pruning)."""
+    format (one warning, with `warn`), and the paths that do not exist (failures, unless
+    pruning)."""
     report.ignored.extend(found.skipped)
-    if found.unsupported:
+    if found.unsupported and warn:
         log.warning("%s", unsupported_summary(found.unsupported))
     report.unsupported = len(found.unsupported)
+    report.unsupported_note = unsupported_summary(found.unsupported) if found.unsupported else ""
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
     return report
@@ -254,10 +276,12 @@ class Session:
 
 @contextmanager
 def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
-                 hashes: set[str] | None = None, trust_empty: bool = True) -> Iterator[Session]:
-    """A run of `opts` under its store's lock (see `open_for_writing` and `start_run`). A
-    collection empty at the start has no vectors to lend, so the planner never asks it for
-    any; `trust_empty=False` asks all the same (the Ray runner, as before the split)."""
+                 hashes: set[str] | None = None, trust_empty: bool = True,
+                 found: Discovery | None = None) -> Iterator[Session]:
+    """A run of `opts` under its store's lock (see `open_for_writing` and `start_run`;
+    `found`: `paths` discovered already). A collection empty at the start has no vectors to
+    lend, so the planner never asks it for any; `trust_empty=False` asks all the same (the
+    Ray runner, as before the split)."""
     from ..embeddings.functions import resolve_embedder
 
     started = time.perf_counter()
@@ -266,7 +290,8 @@ def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
     chunker = opts.make_chunker()
     emb = resolve_embedder(opts.embedder, device=opts.device)
     with open_for_writing(opts) as c:
-        run = start_run(c, paths, opts, chunker, emb, workers=workers, hashes=hashes)
+        run = start_run(c, paths, opts, chunker, emb, workers=workers, hashes=hashes,
+                        found=found)
         # an empty collection at the start has nothing to lend: only this run's vectors
         fresh = trust_empty and not run.states and run.store.count() == 0
         planner = Planner(run.store, run.report, run.states, run.opts.options,
