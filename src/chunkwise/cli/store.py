@@ -118,7 +118,9 @@ def register(subparsers: Any) -> None:
                         "(distance, cosine: smaller is closer); lexical: words only (BM25; "
                         "no model is loaded)")
     p.add_argument("--where", default=None, metavar="JSON",
-                   help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
+                   help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'; "
+                        "several keys must all match, e.g. '{\"format\": \"pdf\", "
+                        "\"page_start\": {\"$gte\": 2}}' (their $and)")
     p.add_argument("--contains", default=None, metavar="TEXT",
                    help="only chunks whose text contains TEXT (exactly, case-sensitive)")
     p.add_argument("--embedder", default=None, metavar="SPEC",
@@ -420,9 +422,10 @@ def how_found(h: Any) -> str:
 
 
 def where_filter(text: str | None) -> dict[str, Any] | None:
-    """`--where`'s JSON as a Chroma metadata filter, checked by Chroma's own validator before
-    the store is opened: bad JSON or an operator Chroma does not know (`$bogus`) is bad usage
-    (`ConfigError`, exit 2), not a failed query."""
+    """`--where`'s JSON as a Chroma metadata filter (several keys: all of them, see
+    `chroma_where`), checked by Chroma's own validator before the store is opened: bad JSON
+    or an operator Chroma does not know (`$bogus`) is bad usage (`ConfigError`, exit 2), not
+    a failed query."""
     if not text:
         return None
     try:
@@ -434,6 +437,9 @@ def where_filter(text: str | None) -> dict[str, Any] | None:
     if where:  # {} is no filter
         from chromadb.api.types import validate_where
 
+        from ..chroma.queries import chroma_where
+
+        where = chroma_where(where)
         try:
             validate_where(where)
         except ValueError as e:
