@@ -216,3 +216,17 @@ def test_expand_tokens_is_checked_before_the_store_is_opened(tmp_path):
     p = cli("query", "x", "--db", tmp_path / "none", "--expand", "section",
             "--expand-tokens", "0")
     assert p.returncode == 2 and one_line(p) == "chunkwise: --expand-tokens must be a positive integer"
+
+
+def test_top_level_help_lists_every_format_files_are_read_as():
+    """From the parsers' tables, not a list of its own (it once named six formats)."""
+    from chunkwise.parsers import EXTENSIONS, MODULES
+
+    p = cli("--help")
+    assert p.returncode == 0
+    head = " ".join(p.stdout.split("positional arguments")[0].split())
+    read_as = {f for f in MODULES if f in set(EXTENSIONS.values())}
+    assert len(read_as) > 25
+    for fmt in read_as:
+        assert f" {fmt}," in head or f" {fmt})" in head, fmt
+    assert f"code in {sum(MODULES[f] == 'code' for f in read_as)} languages" in head
