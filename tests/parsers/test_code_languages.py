@@ -364,6 +364,21 @@ BROKEN = {
 }
 
 
+def test_a_conditional_that_splits_a_block_is_no_syntax_error():
+    """`#if` opening a block and another `#if` closing it is valid C once preprocessed
+    (cJSON's fuzzing/afl.c, a fixture): tree-sitter only reports a missing `#endif`, every
+    region is parsed, and nothing is said; a missing `;` still is an error."""
+    data = (FIXTURES / "cJSON__fuzzing__afl.c").read_bytes()
+    assert b"#if __AFL_HAVE_MANUAL_CONTROL\n    while" in data
+    doc = get_parser("c")(data, source="afl.c")
+    assert doc.warnings == ()
+    assert not any(dict(s.meta).get("syntax_error") for s in doc.sections)
+    split = b"int f(void) {\n#if A\n  if (x) {\n#endif\n  return 1;\n#if A\n  }\n#endif\n}\n"
+    assert get_parser("c")(split, source="s.c").warnings == ()
+    missing = b"int main(void) {\n  int x = 1\n  return x;\n}\n"
+    assert any("syntax errors" in w for w in get_parser("c")(missing, source="m.c").warnings)
+
+
 @pytest.mark.parametrize("fmt", sorted(BROKEN))
 def test_syntax_errors_give_chunks_and_keep_valid_definitions(fmt):
     src = BROKEN[fmt]
