@@ -483,8 +483,11 @@ def test_big_file_is_parsed_in_slices_with_the_same_sections(monkeypatch, name):
     src = b"\n".join(c + b"\n" + tricky for c in copies)
     parse = get_parser(fmt)
     if parse(data, source=name).warnings:
-        pytest.skip("the fixture itself has a syntax error (cJSON's afl.c: an #if without "
-                    "#endif): slices of it need not match the whole")
+        pytest.skip("the fixture itself has a syntax error: slices of it need not match the "
+                    "whole")
+    if name == "cJSON__fuzzing__afl.c":  # valid, and whole alone (test_a_conditional_…)
+        pytest.skip("afl.c opens a block in one #if and closes it in another: tree-sitter "
+                    "follows that to the end of the file only, so four copies are one ERROR")
     whole = parse(src, source=name)
     assert not whole.warnings
     monkeypatch.setattr(code_parser, "_SLICE", 256)
