@@ -10,12 +10,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from chunkwise.cli.main import main
-from conftest import CHUNKWISE_CLI, FIXTURES
+from conftest import CHUNKWISE_CLI, FIXTURES, run_measured
 
 TESTS = Path(__file__).resolve().parent
 #: the deterministic test embedder (tests/hashembed.py), importable by the CLI's processes
@@ -109,11 +110,42 @@ def test_ingest_of_missing_empty_and_unsupported_paths(tmp_path):
     assert p.returncode == 1 and one_line(p) == "missing: no such file or directory"
     p = cli("ingest", "unsupported", *db, *HASH, "--json", cwd=tmp_path)
     assert p.returncode == 1 and json.loads(p.stdout)["unsupported"] == 2
-    assert ("chunkwise: no documents of a supported format in unsupported: 2 files of no "
-            "supported format not read") in p.stderr.splitlines()
+    assert p.stderr.splitlines() == [  # the fact once, not a warning and then the line
+        "chunkwise: no documents of a supported format in unsupported: 2 files of no "
+        "supported format not read (.png: 1, .xyz: 1)"]
     p = cli("ingest", "empty", *db, *HASH, "--json", cwd=tmp_path)
     assert p.returncode == 0 and json.loads(p.stdout)["files"] == 0
     assert "chunkwise: no documents of a supported format in empty" in p.stderr.splitlines()
+
+
+#: the CLI, then what it imported: the model's runtime and Chroma's client are heavy (seconds)
+_IMPORTS = ("import sys, json; from chunkwise.cli.main import main; rc = main(sys.argv[2:]); "
+            "open(sys.argv[1], 'w').write(json.dumps([m for m in ('onnxruntime', 'chromadb', "
+            "'chunkwise.embeddings.minilm') if m in sys.modules])); sys.exit(rc)")
+
+
+@pytest.mark.parametrize("path, rc, line", [
+    ("missing", 1, "missing: no such file or directory"),
+    ("empty", 0, "chunkwise: no documents of a supported format in empty"),
+    ("unsupported", 1, "chunkwise: no documents of a supported format in unsupported: 2 files "
+                       "of no supported format not read (.png: 1, .xyz: 1)"),
+])
+def test_ingest_that_cannot_write_fails_fast(tmp_path, path, rc, line):
+    """Nothing to ingest: one line and the documented exit code, said before the model is
+    loaded or a database created (the default model and database; under 2 s of CPU, a
+    process's start and imports included: seconds before, the model loaded)."""
+    _folders(tmp_path)
+    imported = tmp_path / "imported.json"
+    run = run_measured([sys.executable, "-c", _IMPORTS, str(imported), "ingest", path],
+                       tmp_path / "out", timeout=120, cwd=tmp_path)
+    assert run.returncode == rc, run.stderr
+    assert run.stderr.splitlines() == [line], run.stderr
+    assert (tmp_path / "out").read_text() == ""
+    assert json.loads(imported.read_text()) == []  # no model, no Chroma
+    assert not (tmp_path / "chunkwise-db").exists() and sorted(
+        p.name for p in tmp_path.iterdir()) == sorted(
+        ["empty", "unsupported", "imported.json", "out", "out.rss"])
+    assert run.cpu_seconds < 2, run.cpu_seconds
 
 
 def _unreadable(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
@@ -185,3 +217,17 @@ def test_expand_tokens_is_checked_before_the_store_is_opened(tmp_path):
     p = cli("query", "x", "--db", tmp_path / "none", "--expand", "section",
             "--expand-tokens", "0")
     assert p.returncode == 2 and one_line(p) == "chunkwise: --expand-tokens must be a positive integer"
+
+
+def test_top_level_help_lists_every_format_files_are_read_as():
+    """From the parsers' tables, not a list of its own (it once named six formats)."""
+    from chunkwise.parsers import EXTENSIONS, MODULES
+
+    p = cli("--help")
+    assert p.returncode == 0
+    head = " ".join(p.stdout.split("positional arguments")[0].split())
+    read_as = {f for f in MODULES if f in set(EXTENSIONS.values())}
+    assert len(read_as) > 25
+    for fmt in read_as:
+        assert any(f"{a}{fmt}{b}" in head for a in " (" for b in ",)"), fmt
+    assert f"code in {sum(MODULES[f] == 'code' for f in read_as)} languages" in head

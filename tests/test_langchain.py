@@ -4,6 +4,8 @@ splitter is a `TextSplitter` whose chunks are chunkwise's, the loader turns file
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 pytest.importorskip("langchain_text_splitters")
@@ -58,10 +60,33 @@ def test_loader_reads_every_format_with_pages_and_failures(tmp_path):
     (tmp_path / "bad.md").write_bytes(bytes(range(256)) * 4)
     (tmp_path / "ok.md").write_text("# Fine\n\nText.\n")
     loader = ChunkwiseLoader(tmp_path)
-    assert [d.metadata["source"] for d in loader.load()] == ["ok.md"]
-    assert [s for s, _ in loader.failures] == ["bad.md"]
+    assert [d.metadata["source"] for d in loader.load()] == [str(tmp_path / "ok.md")]
+    assert [s for s, _ in loader.failures] == [str(tmp_path / "bad.md")]
     with pytest.raises(chunkwise.ParseError):
         ChunkwiseLoader(tmp_path, raise_on_error=True).load()
+
+
+def test_loader_names_sources_as_langchains_loaders_do(tmp_path, monkeypatch):
+    """One naming rule in one store: `source` is the path as given, as PyPDFLoader's and
+    DirectoryLoader's are (the README's recipe mixed `fixtures/x.pdf` and `x.md`); `root`
+    names them relative to it, as `chunkwise ingest --root` does."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    shutil.copy(MD, tmp_path / "docs" / "guide.md")
+    shutil.copy(MD, tmp_path / "docs" / "sub" / "again.md")
+    sources = lambda loader: sorted({d.metadata["source"] for d in loader.load()})  # noqa: E731
+    assert sources(ChunkwiseLoader("docs/guide.md")) == ["docs/guide.md"]
+    assert sources(ChunkwiseLoader("docs")) == ["docs/guide.md", "docs/sub/again.md"]
+    assert sources(ChunkwiseLoader(["docs/sub", "docs/sub/again.md"])) == ["docs/sub/again.md"]
+    assert sources(ChunkwiseLoader("docs", root="docs")) == ["guide.md", "sub/again.md"]
+    community = pytest.importorskip("langchain_community.document_loaders")
+    shutil.copy(PDF, tmp_path / "docs" / PDF.name)
+    page = community.PyPDFLoader(f"docs/{PDF.name}").load()[0]
+    mine = ChunkwiseLoader(f"docs/{PDF.name}").load()[0]
+    assert page.metadata["source"] == mine.metadata["source"] == f"docs/{PDF.name}"
+    missing = ChunkwiseLoader(["docs/nope.md"])
+    assert missing.load() == [] and missing.failures == [("docs/nope.md",
+                                                          "no such file or directory")]
 
 
 # -- any loader's documents (issue 32) ---------------------------------------------------------

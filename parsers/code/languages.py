@@ -56,7 +56,7 @@ from chunkwise.errors import MissingDependencyError, ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers.code import python
 from chunkwise.parsers.code.headers import HEADERS
-from chunkwise.parsers.code.walk import CHUNK_STARTS, CodeBuilder, Lang
+from chunkwise.parsers.code.walk import CHUNK_STARTS, CodeBuilder, Lang, syntax_errors
 from chunkwise.text.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
@@ -230,6 +230,10 @@ def grammar(name: str) -> Any:
 _warned: set[str] = set()
 
 
+#: the warning of a source with syntax errors (the notebook parser looks for it)
+SYNTAX_ERRORS = "syntax errors; unparsable regions are kept as plain text"
+
+
 def parser_for(name: str) -> Callable[..., ParsedDocument]:
     """The `parse(data, *, source)` function of one language."""
     if name not in LANGUAGES:
@@ -262,10 +266,10 @@ def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
             unparsed = True
             builder.add_plain(start, end)
         else:
-            errors = errors or root.has_error
+            errors = errors or syntax_errors(root)
             builder.add_module(root)
     if errors:
-        warnings.append("syntax errors; unparsable regions are kept as plain text")
+        warnings.append(SYNTAX_ERRORS)
     if unparsed:
         warnings.append(f"a stretch of over {_MAX_TREE >> 20} MB without top-level statement "
                         "boundaries is kept as plain text")

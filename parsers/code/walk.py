@@ -147,7 +147,7 @@ class CodeBuilder(SectionBuilder):
         elif scope.depth < _MAX_DEPTH and self._compound(item, node, scope):
             return
         else:
-            error = (("syntax_error", True),) if scope.broken or node.has_error else ()
+            error = (("syntax_error", True),) if scope.broken or syntax_errors(node) else ()
             literal = None if error else self._table(node)
             if literal is None:
                 self.add(item.start, item.end, LEVEL_SIMPLE, "statement", meta=error + module)
@@ -645,6 +645,22 @@ _DOC_CHARS = 160
 #: node types that name a definition when it has no `name` field
 _NAME_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "constant",
                          "name", "word", "field_identifier", "user_type"})
+
+
+def syntax_errors(root: Node) -> bool:
+    """Whether a tree (or a node) holds a syntax error: an ERROR node, or a missing token other than a
+    preprocessor directive (`#endif`), which tree-sitter reports where a conditional opens a
+    block in one `#if` and closes it in another: valid C once preprocessed (cJSON's
+    fuzzing/afl.c), and every region parsed. Only nodes holding an error are visited."""
+    if not root.has_error:
+        return False
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if node.is_error or (node.is_missing and not node.type.startswith("#")):
+            return True
+        todo.extend(c for c in node.children if c.has_error)
+    return False
 
 
 def _has_block(node: Node, blocks: frozenset[str]) -> bool:

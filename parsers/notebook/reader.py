@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
+from dataclasses import replace
 from pathlib import PurePath
 from typing import Any
 
@@ -70,6 +71,8 @@ def parse(data: bytes, *, source: str, outputs: bool = False) -> ParsedDocument:
     fmt = _LANGUAGE_ALIASES.get(language, language)
     code_parser = (code_languages.parser_for(fmt) if fmt in code_languages.LANGUAGES
                    else None)
+    if fmt == "python":
+        code_parser = _ipython(code_parser)
     name = PurePath(source).name or source
     warnings: dict[str, list[int]] = {}
     if code_parser is None:
@@ -303,6 +306,57 @@ def _sub_parse(parser, src: str, source: str, number: int,
     for w in doc.warnings:
         warnings.setdefault(w, []).append(number)
     return doc
+
+
+#: IPython's line magics that run without `%` (automagic, on by default) and its shell aliases
+_AUTOMAGIC = frozenset(
+    "alias cat cd clear conda cp env history less load load_ext ls lsmagic man matplotlib "
+    "mkdir more mv pip popd pushd pwd reload_ext rm rmdir run set_env store time timeit who "
+    "whos xmode".split())
+
+
+def _ipython(parse_python):
+    """The Python parser for a Python notebook's code cells, which are IPython: a cell that
+    is Python but for IPython's own lines (`%magic`, `!shell`, an automagic `ls folder`, a
+    `%%cell` magic) is parsed with those lines read as statements (masked in place, lengths
+    kept, then the text put back), so they are no syntax error; any other error is kept."""
+    def parse_cell(data: bytes, *, source: str) -> ParsedDocument:
+        doc = parse_python(data, source=source)
+        if code_languages.SYNTAX_ERRORS not in doc.warnings:
+            return doc
+        masked = _mask_ipython(doc.text)
+        if masked == doc.text:
+            return doc
+        again = parse_python(masked.encode("utf-8", "surrogatepass"), source=source)
+        if code_languages.SYNTAX_ERRORS in again.warnings:
+            return doc
+        return replace(again, text=doc.text)
+    return parse_cell
+
+
+def _mask_ipython(src: str) -> str:
+    """`src` with each IPython line (all of them under a `%%` cell magic) made a Python
+    statement of the same length: a name of underscores, at the line's own indentation."""
+    lines = src.split("\n")
+    whole = lines[0].startswith("%%")
+    out = []
+    for line in lines:
+        body = line.lstrip()
+        word = body.split(" ", 1)[0]
+        if body and (whole or body[0] in "%!" or (word in _AUTOMAGIC and " " in body
+                                                  and not _is_python(body))):
+            pad = len(line) - len(body)
+            line = line[:pad] + "_" * len(body)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _is_python(line: str) -> bool:
+    try:
+        compile(line, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _headings(heads: list[tuple[int, int, str]], n: int, root: tuple[str, ...]

@@ -174,9 +174,12 @@ class ChunkwiseLoader(BaseLoader):
 
         >>> docs = ChunkwiseLoader(["docs/", "papers/a.pdf"], max_tokens=512).load()
 
-    Folders are walked as `chunkwise chunk` walks them; `source` is the path relative to the
-    folder given (or `root`). A file that cannot be read or parsed is skipped and listed in
-    `failures` as (source, reason); `raise_on_error=True` raises instead.
+    Folders are walked as `chunkwise chunk` walks them. `source` follows LangChain's loaders
+    (`PyPDFLoader`, `DirectoryLoader`), so that their documents and these in one store are
+    named alike: the file's path as given (`docs/guide.md`), or under the folder given
+    (`docs/` finds `docs/sub/a.md`); with `root`, the path relative to `root` instead, as
+    `chunkwise ingest --root` names it. A file that cannot be read or parsed is skipped and
+    listed in `failures` as (source, reason); `raise_on_error=True` raises instead.
     """
 
     def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], *,
@@ -193,20 +196,38 @@ class ChunkwiseLoader(BaseLoader):
         from .pipeline.discover import ReadError, discover, read_bounded, resolve_root
 
         self.failures = []
-        found = discover(self.paths, root=resolve_root(self.root) if self.root else None)
-        for name in found.missing:
-            self.failures.append((name, "no such file or directory"))
-        for task in found.files:
+        seen: set[str] = set()
+        for name, path in self._files(discover, resolve_root):
+            if path in seen:  # named twice (two paths given, one inside the other)
+                continue
+            seen.add(path)
             try:
-                chunks = self.chunker.chunk_bytes(read_bounded(task.path), source=task.source,
+                chunks = self.chunker.chunk_bytes(read_bounded(path), source=name,
                                                   format=self.format)
             except (ChunkwiseError, ReadError) as e:
                 if self.raise_on_error:
                     raise
-                self.failures.append((task.source, str(e)))
+                self.failures.append((name, str(e)))
                 continue
             for c in chunks:
                 yield chunk_document(c)
+
+    def _files(self, discover: Any, resolve_root: Any) -> Iterator[tuple[str, str]]:
+        """(source, path to open) of every file, named as the class docstring says; the
+        paths that do not exist go to `failures`."""
+        if self.root is not None:
+            walks = [(None, discover(self.paths, root=resolve_root(self.root)))]
+        else:  # each path its own walk, named from the path as given
+            walks = [(os.fspath(p), discover([p])) for p in self.paths]
+        for given, found in walks:
+            self.failures.extend((name, "no such file or directory") for name in found.missing)
+            for task in found.files:
+                if given is None:
+                    yield task.source, task.path
+                elif os.path.isdir(given):
+                    yield os.path.join(given, task.source), task.path
+                else:
+                    yield given, task.path
 
 
 class ChunkwiseEmbeddings(Embeddings):

@@ -335,10 +335,10 @@ def test_deep_piece_embeds_its_key_path():
 # -- hostile input ---------------------------------------------------------------------------
 def test_deep_nesting_is_read_without_recursion():
     for src in ("[" * 10_000 + "]" * 10_000, '{"a":' * 10_000 + "1" + "}" * 10_000):
-        t = time.perf_counter()
+        t = time.process_time()
         doc = json_parser.parse(src.encode(), source="deep.json")
         chunks = Chunker(max_tokens=64).chunk_document(doc)
-        assert time.perf_counter() - t < 60  # about 1 s
+        assert time.process_time() - t < 60  # about 1 s
         assert len(doc.sections) == json_parser.MAX_DEPTH + 1
         assert any("nested deeper" in w for w in doc.warnings)
         assert chunks[0].start == 0 and chunks[-1].end == len(src)
@@ -369,10 +369,10 @@ def test_yaml_alias_bomb_is_not_expanded():
         prev, name = chr(ord("a") + k - 1), chr(ord("a") + k)
         lines.append(f"{name}: &{name} [{','.join(['*' + prev] * 9)}]")
     src = "\n".join(lines) + "\n"
-    t = time.perf_counter()
+    t = time.process_time()
     doc = yaml.parse(src.encode(), source="bomb.yaml")
     chunks = Chunker(max_tokens=64).chunk_document(doc)
-    assert time.perf_counter() - t < 30  # milliseconds
+    assert time.process_time() - t < 30  # milliseconds
     assert sum(len(c.text) for c in chunks) <= len(src)
 
 

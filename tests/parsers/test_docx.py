@@ -478,9 +478,9 @@ def test_a_hundred_thousand_paragraphs_parse_in_seconds():
     body = "".join(p(f"Paragraph {i} of a long document.") if i % 1000
                    else p(f"Chapter {i}", "Heading1") for i in range(100_000))
     data = make_docx(body, styles=STYLES)
-    t = time.perf_counter()
+    t = time.process_time()
     doc = parse(data)
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     assert len(kinds(doc, "paragraph")) == 99_900 and len(kinds(doc, "section")) == 100
     assert elapsed < 15, f"{elapsed:.1f} s"
 
@@ -489,9 +489,9 @@ def test_a_ten_thousand_row_table_parses_in_seconds():
     rows = "".join(tr(tc(p(str(i))), tc(p(f"value {i}")), tc(p("x"), '<w:vMerge/>'))
                    for i in range(10_000))
     data = make_docx(tbl(tr(tc(p("id")), tc(p("value")), tc(p("merged"))), rows))
-    t = time.perf_counter()
+    t = time.process_time()
     doc = parse(data)
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     rows_out = kinds(doc, "row")
     assert len(rows_out) == 10_000 and rows_out[-1] == "| 9999 | value 9999 | merged |"
     assert elapsed < 10, f"{elapsed:.1f} s"

@@ -311,9 +311,9 @@ def test_parse_is_deterministic():
 def test_nesting_100k_deep_is_linear_and_keeps_text():
     n = 100_000
     data = html("<h1>T</h1>" + "<div>" * n + "deep <b>text</b>" + "</div>" * n + "<p>after</p>")
-    t = time.perf_counter()
+    t = time.process_time()
     doc = parse(data, source="deep.html")
-    assert time.perf_counter() - t < 20
+    assert time.process_time() - t < 20
     assert doc.text == "T\n\ndeep text\n\nafter"
 
 
@@ -335,10 +335,10 @@ def test_30_mb_page_in_bounded_time():
     inner = page.split('<div id="page-content">')[1].split('<div class="bottomlang">')[0]
     data = html(inner * (30_000_000 // len(inner) + 1))
     assert len(data) > 30_000_000
-    t = time.perf_counter()
+    t = time.process_time()
     doc = parse(data, source="big.html")
-    elapsed = time.perf_counter() - t
-    assert elapsed < 90, elapsed  # ~20 s on a loaded 2-core box; bs4's own parse is most of it
+    elapsed = time.process_time() - t
+    assert elapsed < 90, elapsed  # CPU s: ~20 on a 2-core box; bs4's own parse is most of it
     assert doc.text.count("DirectoryIndexRedirect Directive") > 1000
     assert_well_nested(doc)
 

@@ -17,7 +17,7 @@ from markdown_it.token import Token
 from chunkwise.parsers.markdown import reader as markdown
 from chunkwise.parsers.markdown.rules import State
 
-from conftest import CORPUS, FIXTURES, ROOT
+from conftest import CORPUS, FIXTURES, ROOT, corpus_files
 
 LINES = [
     "Some words here", "another line of text", "  indented two", "    indented four",
@@ -121,10 +121,8 @@ def test_one_line_paragraphs_parse_the_same(lines, prefix):
     assert_same("".join(prefix + line + brk for line, brk in lines))
 
 
-def test_one_line_paragraphs_skip_the_scan(monkeypatch):
-    """On real documents many paragraphs are one line, made without `text_block` (about half
-    of them in the fixtures and the corpus), and the others with it: the tests above compare
-    both paths with markdown-it's own rules."""
+def _scanned_and_paragraphs(monkeypatch, files) -> tuple[int, int]:
+    """How many paragraphs of `files` went through `text_block`, and how many there are."""
     from chunkwise.parsers.markdown import rules as markdown_rules
 
     calls = []
@@ -132,11 +130,25 @@ def test_one_line_paragraphs_skip_the_scan(monkeypatch):
     monkeypatch.setattr(markdown_rules, "text_block",
                         lambda *args: calls.append(args[1]) or general(*args))
     paragraphs = scanned = 0
-    for path in _markdown_files():
+    for path in files:
         calls.clear()
         tokens = block_tokens(path.read_bytes().decode("utf-8"), fast=True)
         paragraphs += sum(1 for t in tokens if t[0] == "paragraph_open")
         scanned += len(calls)
+    return scanned, paragraphs
+
+
+def test_one_line_paragraphs_skip_the_scan(monkeypatch):
+    """On real documents many paragraphs are one line, made without `text_block` (about half
+    of them in the fixtures and the corpus), and the others with it: the tests above compare
+    both paths with markdown-it's own rules."""
+    scanned, paragraphs = _scanned_and_paragraphs(monkeypatch, sorted(FIXTURES.glob("*.md")))
+    assert 0 < scanned < 0.75 * paragraphs
+
+
+def test_one_line_paragraphs_skip_the_scan_in_the_corpus(monkeypatch):
+    files = [p for p in corpus_files("markdown") if p.suffix == ".md"]
+    scanned, paragraphs = _scanned_and_paragraphs(monkeypatch, files)
     assert 0 < scanned < 0.75 * paragraphs
 
 

@@ -218,9 +218,10 @@ def test_a_literal_table_in_a_code_cell_is_cut_as_in_a_code_file():
     assert all("CODES = {" in c.context for c in held[1:])
 
 
-def test_ipython_syntax_in_code_cells_is_a_warning_not_an_error():
-    doc = notebook.parse(NB.read_bytes(), source=NB.name)
-    assert any(w.startswith("cells 17, 32:") and "syntax errors" in w for w in doc.warnings)
+def test_a_syntax_error_in_a_code_cell_is_a_warning_not_an_error():
+    doc = notebook.parse(_notebook("x = 1\n", "ls data\ndef broken(:\n    pass\n"),
+                         source="b.ipynb")
+    assert any(w.startswith("cell 2:") and "syntax errors" in w for w in doc.warnings)
 
 
 @pytest.mark.parametrize("mutate, reason", [
@@ -267,3 +268,32 @@ def test_a_markdown_cell_the_markdown_parser_refuses_keeps_its_cell_section():
     cell2 = [s for s in doc.sections if s.kind == "markdown" and dict(s.meta)["cell_start"] == 2]
     assert len(cell2) == 1 and doc.text[cell2[0].start:cell2[0].end].startswith("plain words")
     assert any(w.startswith("cell 2: not parsed") for w in doc.warnings)
+
+
+def _notebook(*codes: str) -> bytes:
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": code} for code in codes]
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "cells": cells,
+                       "metadata": {"kernelspec": {"language": "python", "name": "python3"}}
+                       }).encode()
+
+
+def test_ipython_lines_are_no_syntax_error():
+    """A Python notebook's cells are IPython: the fixture's `ls nbpackage` (automagic, cells
+    17 and 32) said `syntax errors` on every ingest. Magics, shell lines and cell magics are
+    statements of their own; the text stays exact; a real error is still said."""
+    doc = notebook.parse(NB.read_bytes(), source=NB.name)
+    assert doc.warnings == ()
+    assert "ls nbpackage" in doc.text
+    cells = ("import os\n%matplotlib inline\nls data/raw\n!pip install x\n"
+             "def f(x):\n    %time y = x\n    return y\n",
+             "%%bash\nls -la | wc -l\necho done",
+             "ls = [1, 2]\nls\n")
+    doc = notebook.parse(_notebook(*cells), source="magic.ipynb")
+    assert doc.warnings == ()
+    assert doc.text == "\n\n".join(c.rstrip() for c in cells)
+    f = next(s for s in doc.sections if s.kind == "function")
+    assert doc.text[f.start:f.end].startswith("def f(x):\n    %time y = x")
+    statements = {doc.text[s.start:s.end] for s in doc.sections if s.kind == "statement"}
+    assert {"%matplotlib inline", "ls data/raw", "!pip install x", "ls = [1, 2]"} <= statements
+    check_contract(_notebook(*cells), "magic.ipynb", Chunker(max_tokens=32), fmt="notebook")

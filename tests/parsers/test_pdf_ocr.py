@@ -99,9 +99,9 @@ def test_a_500_page_scan_reads_at_most_the_bound(monkeypatch):
     monkeypatch.setattr(pdf_ocr, "engine", lambda: fake)
     monkeypatch.setattr(pdf_ocr, "MAX_OCR_PAGES", 20)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t = time.monotonic()
+    t = time.process_time()  # CPU time: a busy machine does not inflate it
     doc = pdf.parse(buf.getvalue(), source="scan500.pdf")
-    assert time.monotonic() - t < 120
+    assert time.process_time() - t < 120
     assert len(seen) == 20
     assert any("OCR read the first 20 of 500 scanned pages" in w for w in doc.warnings)
     assert dict(doc.meta)["ocr_pages"] == 20 and "page text 20" in doc.text

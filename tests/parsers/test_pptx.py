@@ -438,9 +438,9 @@ def test_two_thousand_slides_in_seconds():
              for n in range(1, 2001)]
     note = notes(sp(para("a speaker note"), ph="body"))
     data = deck(*parts, slide_notes={n: note for n in range(1, 2001, 2)})
-    started = time.perf_counter()
+    started = time.process_time()
     doc = _parse(data)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert len(doc.page_starts) == 2000 and len(_of(doc, "slide")) == 2000
     assert doc.pages_of(doc.page_starts[1999], len(doc.text)) == (2000, 2000)
     assert len(_of(doc, "notes")) == 1000

@@ -438,9 +438,9 @@ def test_deep_nesting_is_bounded():
     deep_def = "".join("    " * i + f"def f{i}():\n" for i in range(400)) + "    " * 400 + "y\n"
     parens = "x = " + "(" * 20000 + "1" + ")" * 20000 + "\n"
     for src in (deep_if, deep_def, parens):
-        t = time.perf_counter()
+        t = time.process_time()
         doc = _parse(src)
-        assert time.perf_counter() - t < 5
+        assert time.process_time() - t < 5
         depth = max(len(s.path) for s in doc.sections)
         assert depth <= code_walk._MAX_DEPTH + 1
         check_contract(src.encode(), "deep.py", Chunker(max_tokens=64))
@@ -464,9 +464,9 @@ def test_big_module_is_parsed_in_slices_with_the_same_sections(monkeypatch):
 
 def test_generated_module_time_and_giant_statement():
     gen = "".join(f"def f{i}(a, b):\n    return a + b * {i}\n\n" for i in range(40000))
-    t = time.perf_counter()
+    t = time.process_time()
     doc = _parse(gen)
-    assert time.perf_counter() - t < 15
+    assert time.process_time() - t < 15
     assert len(_by_kind(doc, "function")) == 40000
     giant = "D = {\n" + "".join(f"    'k{i}': {i},\n" for i in range(600000)) + "}\n"
     assert len(giant) > code_parser._MAX_TREE

@@ -127,13 +127,19 @@ def test_sections_match_the_plain_parser(text, titled):
     assert list(doc.sections) == _plain_sections(doc.text, ("book",) if titled else ())
 
 
-def test_sections_match_the_plain_parser_on_real_books():
-    from conftest import CORPUS
-
-    paths = [FIXTURES / "alice-in-wonderland.txt"]
-    if (CORPUS / "text").is_dir():
-        paths += sorted((CORPUS / "text").glob("*.txt"))
+def _assert_books_match_the_plain_parser(paths) -> None:
     for path in paths:
         doc = parse_bytes(path.read_bytes(), source=str(path), format="text")
         assert list(doc.sections) == _plain_sections(doc.text, (path.stem,)), path.name
         assert len(doc.sections) > 30
+
+
+def test_sections_match_the_plain_parser_on_a_real_book():
+    _assert_books_match_the_plain_parser([FIXTURES / "alice-in-wonderland.txt"])
+
+
+def test_sections_match_the_plain_parser_on_the_corpus_books():
+    from conftest import corpus_files
+
+    _assert_books_match_the_plain_parser(
+        [p for p in corpus_files("text") if p.suffix == ".txt"])

@@ -389,9 +389,9 @@ def test_millions_of_formatted_empty_cells_parse_fast():
         row.replace(b'1" s=', b'%d" s=' % r) for r in range(1, 2001)) + \
         b'<row r="2001"><c r="A2001" t="inlineStr"><is><t>end</t></is></c></row></sheetData>'
     data = workbook(("S", body.decode(), ""))
-    started = time.perf_counter()
+    started = time.process_time()
     doc = parse(data)
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert doc.text == "end"
 
 
@@ -415,9 +415,9 @@ def test_a_hundred_thousand_cells_in_bounded_time():
                                               for c in "ABCDEFGHIJ") + "</row>"
                    for r in range(1, 10_001))
     data = workbook(("S", "<sheetData>" + grid + "</sheetData>", ""))
-    started = time.perf_counter()
+    started = time.process_time()
     doc = parse(data)
-    assert time.perf_counter() - started < 15
+    assert time.process_time() - started < 15
     assert len(of_kind(doc, "row")) == 10_000
 
 

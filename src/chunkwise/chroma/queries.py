@@ -76,14 +76,28 @@ def check_where(where: Any) -> Any:
     return where
 
 
+def chroma_where(where: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A metadata filter as Chroma takes it: several keys in one object (`{"format": "pdf",
+    "page_start": {"$gte": 2}}`) are all required, as in MongoDB, so they become their `$and`
+    (Chroma itself wants exactly one key a clause), at the top and inside `$and`/`$or`; `{}`
+    or None is no filter."""
+    if not where:
+        return None
+    clauses = [{key: [chroma_where(c) if isinstance(c, Mapping) else c for c in value]
+                if key in ("$and", "$or") and isinstance(value, list) else value}
+               for key, value in where.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
 def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, client: Any = None,
           db_path: str | os.PathLike | None = None, host: str | None = None,
           port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
           retry_delays: Sequence[float] = RETRY_DELAYS,
           timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
     """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
-    clause on metadata (e.g. `{"format": "pdf"}`). The query is embedded with the embedder the
-    collection was built with unless `embedder` is given."""
+    clause on metadata (e.g. `{"format": "pdf"}`; several keys: all of them, `chroma_where`).
+    The query is embedded with the embedder the collection was built with unless `embedder`
+    is given."""
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")
     if not isinstance(text, str) or not text.strip():
@@ -96,7 +110,7 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
     vector = as_rows(emb.embed_queries([text]))
     try:
         got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
-                                             where=dict(where) if where else None,
+                                             where=chroma_where(where),
                                              include=["documents", "metadatas", "distances"]),
                            "query", retry_delays)
     except ChunkwiseError:

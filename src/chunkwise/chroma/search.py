@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ..errors import ChunkwiseError, ConfigError, StoreError
-from .queries import Hit, check_where, hit_of, space_of
+from .queries import Hit, check_where, chroma_where, hit_of, space_of
 from .store import (DEFAULT_COLLECTION, DEFAULT_TIMEOUT, RETRY_DELAYS, as_rows, connect,
                     lexical_location, open_collection, query_embedder, with_retries)
 
@@ -153,7 +153,7 @@ class Legs:
                  contains: str | None) -> None:
         self.col = col
         self.delays = delays
-        self.where = dict(where) if where else None
+        self.where = chroma_where(where)
         if contains is not None and (not isinstance(contains, str) or not contains):
             raise ConfigError(f"contains must be a non-empty string, got {contains!r}")
         self.where_document = {"$contains": contains} if contains else None

@@ -11,6 +11,7 @@ import errno
 import json
 import logging
 import sys
+import textwrap
 import warnings
 from typing import Any, Iterator, Sequence
 
@@ -49,11 +50,23 @@ def _version() -> str:
         return "unknown"
 
 
+def formats_read() -> str:
+    """The formats files are read as, from the parsers' tables (a format added there is
+    listed here): each by name, the code languages as a count and their names."""
+    from chunkwise.parsers import EXTENSIONS, MODULES
+
+    named = [f for f in MODULES if f in set(EXTENSIONS.values())]
+    code = [f for f in named if MODULES[f] == "code"]
+    others = ", ".join(f for f in named if MODULES[f] != "code")
+    return f"{others}, and code in {len(code)} languages ({', '.join(code)})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="chunkwise",
-        description="Structure-aware chunking of documents (Markdown, HTML, PDF, Python, CSV, "
-                    "text) into token-exact chunks, and ingestion into Chroma.",
+        description=textwrap.fill("Structure-aware chunking of documents into token-exact "
+                                  "chunks, and ingestion into Chroma. Formats: "
+                                  f"{formats_read()}.", 78),
         epilog=examples_epilog(list(EXAMPLES.values())),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

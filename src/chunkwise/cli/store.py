@@ -118,7 +118,9 @@ def register(subparsers: Any) -> None:
                         "(distance, cosine: smaller is closer); lexical: words only (BM25; "
                         "no model is loaded)")
     p.add_argument("--where", default=None, metavar="JSON",
-                   help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'")
+                   help="Chroma metadata filter, e.g. '{\"source\": \"docs/a.md\"}'; "
+                        "several keys must all match, e.g. '{\"format\": \"pdf\", "
+                        "\"page_start\": {\"$gte\": 2}}' (their $and)")
     p.add_argument("--weights", default=None, metavar="DENSE,LEXICAL",
                    help="weights of the two searches in the hybrid fusion (default 1,1; "
                         "e.g. 1,0.5 halves the words' say)")
@@ -206,12 +208,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               file=sys.stderr)
     for source, reason in report.failed:
         print(f"{display_name(source)}: {display_name(reason)}", file=sys.stderr)
-    if not report.files and not failed and (report.unsupported or not args.quiet):
+    if not report.files and (report.unsupported or not (failed or args.quiet)):
         # nothing to ingest: an error where files were there and none could be read
-        files = "file" if report.unsupported == 1 else "files"
-        print(display_name(no_documents(args.paths, report.unsupported and
-                                        f"{report.unsupported} {files} of no supported "
-                                        f"format not read")), file=sys.stderr)
+        print(display_name(no_documents(args.paths, report.unsupported_note)), file=sys.stderr)
         failed += bool(report.unsupported)
     if not args.quiet:
         for source, reason in report.no_text:
@@ -222,9 +221,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               "of each is stored but not embedded, so retrieval cannot find it. Chunk with a "
               f"smaller --max-tokens ({report.window} with the minilm tokenizer).",
               file=sys.stderr)
+    # nothing to ingest (no file, nothing pruned or repaired): the line above says all
+    nothing = not (report.files or report.pruned_files or report.repaired)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False))
-    elif not args.quiet:
+    elif not args.quiet and not nothing:
         print(_summary(report))
     return 1 if failed else 0
 
@@ -433,9 +434,10 @@ def how_found(h: Any) -> str:
 
 
 def where_filter(text: str | None) -> dict[str, Any] | None:
-    """`--where`'s JSON as a Chroma metadata filter, checked by Chroma's own validator before
-    the store is opened: bad JSON or an operator Chroma does not know (`$bogus`) is bad usage
-    (`ConfigError`, exit 2), not a failed query."""
+    """`--where`'s JSON as a Chroma metadata filter (several keys: all of them, see
+    `chroma_where`), checked by Chroma's own validator before the store is opened: bad JSON
+    or an operator Chroma does not know (`$bogus`) is bad usage (`ConfigError`, exit 2), not
+    a failed query."""
     if not text:
         return None
     from ..chroma.queries import MAX_WHERE_DEPTH, check_where
@@ -455,6 +457,9 @@ def where_filter(text: str | None) -> dict[str, Any] | None:
     if where:  # {} is no filter
         from chromadb.api.types import validate_where
 
+        from ..chroma.queries import chroma_where
+
+        where = chroma_where(where)
         try:
             validate_where(where)
         except ValueError as e:

@@ -13,15 +13,15 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..chroma.locking import WriteLock
 from ..chroma.store import (DEFAULT_DB, SourceState, Store, StoreError, connect,
                             persist_directory)
-from .discover import (Discovery, default_root, discover, inside, resolve_root,
+from .discover import (Discovery, default_root, discover, inside, read_bounded, resolve_root,
                        still_a_document, unsupported_summary)
 from .options import IngestOptions, IngestReport, check_limits, writer_count
-from .stages import Planner, PrepareOptions, options_fingerprint
+from .stages import Planner, PrepareOptions, content_hash, options_fingerprint
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -34,12 +34,14 @@ log = logging.getLogger(__name__)
 
 # -- roots ----------------------------------------------------------------------------------
 def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | None,
-                recorded: str | None, collection: str) -> Path:
+                recorded: str | None, collection: str,
+                moved_here: Callable[[Path], bool] = lambda root: False) -> Path:
     """The root of this run: `root` if given; else the collection's own root when every path
     lies inside it; else the folder given (see `discover.default_root`). A collection keeps
     the root it was first written from: another one is refused, since its sources would name
-    the same files differently; the error says what gets out (`--rebuild`, or the recorded
-    root)."""
+    the same files differently; the error says what gets out (`--rebuild`, `--root`, or the
+    recorded root). Unless `moved_here(root)`: the folder was moved or copied there (see
+    `recognised`), and the run names documents from it, as the collection did before."""
     if root is not None:
         chosen = resolve_root(root)
     else:
@@ -48,16 +50,46 @@ def choose_root(paths: Sequence[str | os.PathLike], root: str | os.PathLike | No
             rec = Path(recorded)
             if all(inside(Path(os.path.abspath(os.fspath(p))).resolve(), rec) for p in paths):
                 chosen = rec
+    if recorded is not None and Path(recorded) != chosen and moved_here(chosen):
+        log.warning("collection %r was written from %s; its documents are in %s now (moved "
+                    "or copied): named from there on", collection, recorded, chosen)
+        return chosen
     if recorded is not None and Path(recorded) != chosen:
         given = [Path(os.path.abspath(os.fspath(p))).resolve() for p in paths]
         if root is not None and all(inside(p, Path(recorded)) for p in given):
             fix = f"ingest them without --root (API: root=None), or with --root {recorded}"
         else:
             fix = (f"--rebuild empties it and names documents relative to {chosen} "
-                   f"(API: rebuild=True), or use another --collection")
+                   f"(API: rebuild=True), --root names the folder that now holds the "
+                   f"documents of {recorded} (moved or copied), or use another --collection")
         raise StoreError(f"collection {collection!r} holds documents named relative to "
                          f"{recorded}, not {chosen}: {fix}")
     return chosen
+
+
+#: stored documents whose bytes are read to recognise a moved root (`recognised`)
+RECOGNISE_SAMPLE = 64
+
+
+def recognised(states: dict[str, SourceState], root: Path, max_file_size: int) -> bool:
+    """Whether `root` holds the documents a collection names relative to another root (the
+    folder moved or copied there): at least half of the stored sources are files under
+    `root` by the same names, and of up to `RECOGNISE_SAMPLE` of those (spread over the
+    names) more than half have the bytes whose content hash is stored, so a few files edited
+    or deleted since do not stop it, and another folder with some names alike does."""
+    names = sorted(s for s in states if s)
+    present = [s for s in names if still_a_document(root / s, root)]
+    if not names or 2 * len(present) < len(names):
+        return False
+    sample = present[::max(1, len(present) // RECOGNISE_SAMPLE)][:RECOGNISE_SAMPLE]
+    same = 0
+    for source in sample:
+        try:
+            same += content_hash(read_bounded(root / source, max_file_size)) == \
+                states[source].content_hash
+        except OSError:
+            continue
+    return 2 * same > len(sample)
 
 
 @contextmanager
@@ -104,13 +136,15 @@ class Run:
 
 
 def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunker: ChunkerLike,
-              emb: Embedder, *, workers: int, hashes: set[str] | None = None) -> Run:
+              emb: Embedder, *, workers: int, hashes: set[str] | None = None,
+              found: Discovery | None = None) -> Run:
     """Open (or `rebuild`) the collection, choose the root (recorded by the planner before
     the first write, so a run that writes nothing pins nothing), repair a damaged
     index, discover the files under `paths` and read what is stored (one paged pass;
     `hashes`, when given, gets every stored embed hash on the way). `paths=None` discovers
     nothing: the caller brings its own files, named relative to `root`, and adds them to
-    `run.found.files` as it reads them (what `prune_gone` keeps)."""
+    `run.found.files` as it reads them (what `prune_gone` keeps). `found`: the discovery
+    of `paths` already made (`nothing_to_ingest`), used when its root is the run's."""
     collection, root = opts.collection, opts.root
     if opts.rebuild:
         _drop(c, collection, opts.retry_delays)
@@ -124,13 +158,18 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
             f"collection {collection!r} was written by an earlier chunkwise, which named "
             "documents by the path as typed (so one folder could be stored several times); "
             "rebuild it once with --rebuild (API: rebuild=True), or use another --collection")
-    the_root = choose_root(paths if paths is not None else [root], root, recorded, collection)
+    the_root = choose_root(paths if paths is not None else [root], root, recorded, collection,
+                           lambda r: recognised(store.summary(), r, opts.max_file_size))
+    if recorded is not None and Path(recorded) != the_root:  # recognised: moved or copied
+        store.set_root(str(the_root))
+        recorded = str(the_root)
     repaired = _heal_if_damaged(store, emb)
     store.sync_lexical()  # both legs hold the same ids before anything is called unchanged
     t0 = time.perf_counter()
     if paths is not None:
-        found = discover(paths, root=the_root, follow_symlinks=opts.follow_symlinks,
-                         max_file_size=opts.max_file_size)
+        if found is None or found.root != the_root:
+            found = discover(paths, root=the_root, follow_symlinks=opts.follow_symlinks,
+                             max_file_size=opts.max_file_size)
     else:
         found = Discovery(root=the_root, scopes=[""])
     report = discovered(found, opts.prune, IngestReport(
@@ -140,13 +179,32 @@ def start_run(c: ClientAPI, paths: list[str] | None, opts: IngestOptions, chunke
                time.perf_counter() - t0, None if recorded is not None else str(the_root))
 
 
-def discovered(found: Discovery, prune: bool, report: IngestReport) -> IngestReport:
+def nothing_to_ingest(paths: list[str], opts: IngestOptions, *, workers: int
+                      ) -> tuple[Discovery, IngestReport | None]:
+    """Discover `paths` before any store is opened or model loaded: the discovery, and the
+    run's whole report when there is nothing to write (no document under the paths: they do
+    not exist, are empty or hold only files of no supported format), else None. A run that
+    prunes or rebuilds always opens its collection (it may delete), so it gets None. In the
+    report nothing is logged: `unsupported` and `failed` say it, once (the CLI's one line)."""
+    root = resolve_root(opts.root) if opts.root is not None else default_root(paths)
+    found = discover(paths, root=root, follow_symlinks=opts.follow_symlinks,
+                     max_file_size=opts.max_file_size)
+    if found.files or opts.prune or opts.rebuild:
+        return found, None
+    report = IngestReport(root=str(root), workers=workers)
+    return found, discovered(found, False, report, warn=False)
+
+
+def discovered(found: Discovery, prune: bool, report: IngestReport, *,
+               warn: bool = True) -> IngestReport:
     """`report` with what discovery passed over: the paths skipped, the files of no supported
-    format (one warning), and the paths that do not exist (failures, unless pruning)."""
+    format (one warning, with `warn`), and the paths that do not exist (failures, unless
+    pruning)."""
     report.ignored.extend(found.skipped)
-    if found.unsupported:
+    if found.unsupported and warn:
         log.warning("%s", unsupported_summary(found.unsupported))
     report.unsupported = len(found.unsupported)
+    report.unsupported_note = unsupported_summary(found.unsupported) if found.unsupported else ""
     if found.missing and not prune:
         report.failed.extend((m, "no such file or directory") for m in found.missing)
     return report
@@ -254,10 +312,12 @@ class Session:
 
 @contextmanager
 def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
-                 hashes: set[str] | None = None, trust_empty: bool = True) -> Iterator[Session]:
-    """A run of `opts` under its store's lock (see `open_for_writing` and `start_run`). A
-    collection empty at the start has no vectors to lend, so the planner never asks it for
-    any; `trust_empty=False` asks all the same (the Ray runner, as before the split)."""
+                 hashes: set[str] | None = None, trust_empty: bool = True,
+                 found: Discovery | None = None) -> Iterator[Session]:
+    """A run of `opts` under its store's lock (see `open_for_writing` and `start_run`;
+    `found`: `paths` discovered already). A collection empty at the start has no vectors to
+    lend, so the planner never asks it for any; `trust_empty=False` asks all the same (the
+    Ray runner, as before the split)."""
     from ..embeddings.functions import resolve_embedder
 
     started = time.perf_counter()
@@ -266,7 +326,8 @@ def open_session(paths: list[str] | None, opts: IngestOptions, *, workers: int,
     chunker = opts.make_chunker()
     emb = resolve_embedder(opts.embedder, device=opts.device)
     with open_for_writing(opts) as c:
-        run = start_run(c, paths, opts, chunker, emb, workers=workers, hashes=hashes)
+        run = start_run(c, paths, opts, chunker, emb, workers=workers, hashes=hashes,
+                        found=found)
         # an empty collection at the start has nothing to lend: only this run's vectors
         fresh = trust_empty and not run.states and run.store.count() == 0
         planner = Planner(run.store, run.report, run.states, run.opts.options,

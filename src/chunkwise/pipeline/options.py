@@ -95,6 +95,8 @@ class IngestReport:
     files over the size limit."""
     unsupported: int = 0
     """Files in the folders walked that no parser reads (unknown extensions), not listed."""
+    unsupported_note: str = ""
+    """Those files in one line, their commonest extensions named (`unsupported_summary`)."""
     no_text: list[tuple[str, str]] = field(default_factory=list)
     """(source, why) of files read without error that hold no text to chunk: a scanned PDF
     without the OCR extra, an empty document. Nothing is stored for them; never silent."""

@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 from ..embeddings.process import EmbeddingProcess
 from ..errors import ConfigError
-from .collection import open_session
+from .collection import nothing_to_ingest, open_session
 from .dryrun import dry_run
 from .options import (IngestInterrupted, IngestOptions, IngestProgress, IngestReport,
                       worker_count)
@@ -59,6 +59,10 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
     `dry_run` reads, parses and chunks only, and reports what would be embedded and written
     (per format: `report.formats`), creating and writing nothing (`pipeline.dryrun`).
 
+    Paths that hold no document (they do not exist, are empty folders or hold only files of
+    no supported format) are reported at once, without opening the store or loading the
+    model (unless `prune` or `rebuild`, which may delete).
+
     A Ctrl-C (KeyboardInterrupt) writes what is embedded and raises `IngestInterrupted`
     (a KeyboardInterrupt) saying how much was kept: the next run reuses it.
 
@@ -73,7 +77,12 @@ def ingest(paths: Iterable[str | os.PathLike], options: IngestOptions | None = N
     workers = worker_count(opts.workers)
     if opts.dry_run:
         return dry_run(paths, opts, workers=workers)
-    with open_session(paths, opts, workers=workers) as session:
+    # nothing to write (missing paths, empty folders, no supported file): said at once,
+    # with no model loaded and no database created
+    found, nothing = nothing_to_ingest(paths, opts, workers=workers)
+    if nothing is not None:
+        return nothing
+    with open_session(paths, opts, workers=workers, found=found) as session:
         run, emb = session.run, session.embedder
         # With worker processes, the model gets a process of its own too (see embedding_process)
         away = EmbeddingProcess(emb.spec, device=opts.device) if (
