@@ -136,6 +136,17 @@ def test_filters_apply_to_both_legs(real_db):
         assert hits and all("backoff" in h.text for h in hits)
 
 
+def test_query_takes_contains_as_search_does(real_db):
+    from chunkwise.chroma.queries import query
+
+    hits = query("the", db_path=real_db, k=10, contains="backoff")
+    assert hits and all("backoff" in h.text for h in hits)
+    assert {h.id for h in hits} == {h.id for h in search("the", db_path=real_db, k=10,
+                                                         mode="dense", contains="backoff")}
+    with pytest.raises(ConfigError, match="contains"):
+        query("the", db_path=real_db, contains="")
+
+
 def test_bad_queries_are_results_or_one_clear_line(real_db):
     with pytest.raises(ConfigError, match="non-empty"):
         search("   ", db_path=real_db)

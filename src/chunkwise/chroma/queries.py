@@ -93,11 +93,14 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
           db_path: str | os.PathLike | None = None, host: str | None = None,
           port: int | None = None, collection: str = DEFAULT_COLLECTION, embedder: Any = None,
           retry_delays: Sequence[float] = RETRY_DELAYS,
-          timeout: float | None = DEFAULT_TIMEOUT) -> list[Hit]:
+          timeout: float | None = DEFAULT_TIMEOUT, contains: str | None = None) -> list[Hit]:
     """The `k` chunks nearest to `text`, best first, optionally filtered by a Chroma `where`
-    clause on metadata (e.g. `{"format": "pdf"}`; several keys: all of them, `chroma_where`).
+    clause on metadata (e.g. `{"format": "pdf"}`; several keys: all of them, `chroma_where`)
+    and by `contains`, a text the chunk's text must hold exactly (Chroma's `$contains`).
     The query is embedded with the embedder the collection was built with unless `embedder`
     is given."""
+    if contains is not None and (not isinstance(contains, str) or not contains):
+        raise ConfigError(f"contains must be a non-empty string, got {contains!r}")
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"k must be a positive integer, got {k!r}")
     if not isinstance(text, str) or not text.strip():
@@ -111,6 +114,8 @@ def query(text: str, *, k: int = 5, where: Mapping[str, Any] | None = None, clie
     try:
         got = with_retries(lambda: col.query(query_embeddings=vector, n_results=k,
                                              where=chroma_where(where),
+                                             where_document=({"$contains": contains}
+                                                             if contains else None),
                                              include=["documents", "metadatas", "distances"]),
                            "query", retry_delays)
     except ChunkwiseError:
