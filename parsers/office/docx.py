@@ -51,8 +51,13 @@ alt text, embedded objects and `w:altChunk` parts.
 Empty paragraphs are left out (a numbered one is still counted, as Word counts it). The
 title is the core properties' `dc:title`, else the first `Title` paragraph's text. The
 document's `meta` counts its tables, notes, text boxes and equations.
-Every part is read through `ooxml.Package` (bounded, entities never resolved). The walk is
-iterative (an explicit stack), and the XML parser refuses nesting deeper than 256 elements.
+Every part is read through `ooxml.Package` (bounded, entities never resolved). The body is
+streamed (`_body_children`): parsed a megabyte at a time, each of its children walked once it
+is whole and then dropped, so time is linear in the part and memory holds one block's
+elements, not the document's tree. At most `MAX_BODY` bytes (64 MiB) of its XML are read: a
+longer body is cut after the last whole block before the bound, with one warning naming the
+part and the bound, and the text before it is kept. The walk is iterative (an explicit
+stack), and the XML parser refuses nesting deeper than 256 elements.
 """
 
 from __future__ import annotations
@@ -77,6 +82,9 @@ _LEVEL_BLOCK, _LEVEL_CHILD = 50, 10
 _MAX_SPAN = 63
 #: the most steps followed up a `w:basedOn` chain (a cycle ends sooner)
 _MAX_CHAIN = 32
+#: the most bytes of the main part's XML read (a 127,000-word handbook's is 9 MB; 64 MiB is
+#: some 400,000 paragraphs): past it the body is cut, with a warning (issue 44 item 6)
+MAX_BODY = 64 * 1024 ** 2
 
 _HEADING_NAME = re.compile(r"heading ([1-9])")
 _LIST_NAME = re.compile(r"list (bullet|number)(?: ([2-9]))?")
@@ -99,12 +107,8 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     pkg = Package(data, source=source, fmt="docx")
     warnings: list[str] = []
     main = _main_part(pkg)
-    root = pkg.xml(main)
-    body = root.find(W + "body")
-    if body is None:
-        strict = _STRICT_W in str(root.tag)
-        raise ParseError(source, "Strict Open XML documents are not read (save as a Word "
-                                 "document)" if strict else f"{main} has no w:body")
+    if main not in pkg:
+        raise ParseError(source, f"part {main} is missing from the container")
     rels = {kind: target for kind, target in pkg.rels(main).values()}
 
     def part(name: str | None) -> Any:
@@ -122,7 +126,7 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     styles = _Styles(related("styles", "word/styles.xml"))
     numbering = _Numbering(related("numbering", "word/numbering.xml"), styles)
     walker = _Walker(styles, numbering)
-    blocks = walker.body(body)
+    blocks = walker.body(_body_children(pkg, main, warnings))
     notes = walker.notes(related("footnotes", "word/footnotes.xml"),
                          related("endnotes", "word/endnotes.xml"))
     core = next((t for k, t in pkg.rels("").values() if k == "core-properties"),
@@ -138,6 +142,73 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     return ParsedDocument(source=source, format="docx", text=text, sections=tuple(sections),
                           title=title, warnings=tuple(warnings), meta=meta, prose=True,
                           line_numbers=False, views=(("row", "table"),))
+
+
+def _body_children(pkg: Package, main: str, warnings: list[str]) -> Iterator[Any]:
+    """The children of the main part's `w:body`, each once it is parsed whole, streamed:
+    the part is inflated and parsed a megabyte at a time, and every child is cleared and
+    dropped once the walker has moved past it, so memory holds one block's elements, not
+    the document's. Past `MAX_BODY` bytes of XML the body ends after the last whole child
+    read, with one warning naming the part and the bound."""
+    from lxml import etree
+
+    source = pkg.source
+    stream = pkg.stream(main, MAX_BODY)
+    # "end" events only (half the cost of "start" too): the body is found as the parent of
+    # its first child to end
+    parser = etree.XMLPullParser(events=("end",), resolve_entities=False,
+                                 no_network=True, load_dtd=False, huge_tree=False,
+                                 remove_comments=True, remove_pis=True)
+    found: list[Any] = [None, None]  # the body, the root element
+
+    def children() -> Iterator[Any]:
+        body = found[0]
+        for _, el in parser.read_events():
+            parent = el.getparent()
+            if parent is None:  # the root element, ended
+                found[1] = el
+                continue
+            if parent is not body:
+                if body is not None:
+                    continue
+                top = parent.getparent()
+                if parent.tag != W + "body" or top is None or top.getparent() is not None:
+                    continue
+                body = found[0] = parent
+            yield el
+
+    done = None  # the child handed out last, dropped when the walker asks for the next
+    try:
+        for piece in stream:
+            parser.feed(piece)
+            for el in children():
+                if done is not None:
+                    _drop(found[0], done)
+                done = el
+                yield el
+        if not stream.cut:
+            parser.close()
+            yield from children()
+    except etree.XMLSyntaxError as e:
+        raise ParseError(source, f"part {main} is not well-formed XML: {e}") from e
+    bound = f"{stream.limit:,} bytes of XML, the bound on a Word body (MAX_BODY)"
+    if found[0] is None:
+        if stream.cut:
+            raise ParseError(source, f"part {main}: no w:body in its first {bound}; not read "
+                                     f"(a zip bomb?)")
+        strict = found[1] is not None and _STRICT_W in str(found[1].tag)
+        raise ParseError(source, "Strict Open XML documents are not read (save as a Word "
+                                 "document)" if strict else f"{main} has no w:body")
+    if stream.cut:
+        warnings.append(f"{main} cut after {bound}: the text before it is kept")
+
+
+def _drop(body: Any, child: Any) -> None:
+    """Clear a body child and drop it, with any siblings before it."""
+    child.clear()
+    while child.getprevious() is not None:  # (len() of an lxml element counts: O(n))
+        del body[0]
+    body.remove(child)
 
 
 def _main_part(pkg: Package) -> str:
@@ -428,8 +499,9 @@ class _Walker:
 
     # -- entry points --
 
-    def body(self, body: Any) -> list[Block]:
-        return self._run(body, _Container("body")).blocks
+    def body(self, children: Iterator[Any]) -> list[Block]:
+        """The blocks of the body, from its children (streamed: `_body_children`)."""
+        return self._walk(children, _Container("body")).blocks
 
     def notes(self, footnotes: Any, endnotes: Any) -> list[tuple[int, str]]:
         """(number, text) of every referenced note, in number order."""
@@ -449,9 +521,12 @@ class _Walker:
         return out
 
     def _run(self, root: Any, container: _Container) -> _Container:
+        return self._walk(iter(root), container)
+
+    def _walk(self, children: Iterator[Any], container: _Container) -> _Container:
         self.containers.append(container)
         enter = self.enter
-        stack: list[tuple[Any, Iterator, Callable | None]] = [(root, iter(root), None)]
+        stack: list[tuple[Any, Iterator, Callable | None]] = [(None, children, None)]
         while stack:
             el, it, leave = stack[-1]
             for child in it:

@@ -23,7 +23,7 @@ import lzma
 import threading
 import zipfile
 import zlib
-from typing import Any
+from typing import Any, Iterator
 
 from chunkwise.errors import ParseError
 
@@ -149,6 +149,15 @@ class Package:
         self.read_total += len(data)
         return data
 
+    def stream(self, name: str, limit: int) -> PartStream:
+        """Part `name` inflated a piece at a time, for a streaming parser (`PartStream`)."""
+        info = self.infos.get(name)
+        if info is None:
+            raise ParseError(self.source, f"part {name} is missing from the container")
+        if info.flag_bits & 0x1:
+            raise ParseError(self.source, f"part {name} is encrypted")
+        return PartStream(self, info, min(limit, MAX_TOTAL - self.read_total))
+
     def xml(self, name: str) -> Any:
         """Part `name` parsed as XML (an lxml root element), entities never resolved."""
         from lxml import etree
@@ -174,6 +183,44 @@ class Package:
                 target = _join(folder, target)
             out[rel.get("Id", "")] = (rel.get("Type", "").rsplit("/", 1)[-1], target)
         return out
+
+
+class PartStream:
+    """The inflated bytes of one part in pieces of `PIECE` bytes, at most `limit` of them in
+    all whatever the zip header claims: a streaming parser's input, never held whole. The
+    part's first bytes are asked for a DTD (`refuse_dtd`). Past the bound iteration stops and
+    `cut` is True (the caller keeps what it read, and says so); a damaged stream is a
+    `ParseError`. The bytes read count towards the package's `MAX_TOTAL`."""
+
+    PIECE = 1 << 20
+
+    def __init__(self, pkg: Package, info: zipfile.ZipInfo, limit: int) -> None:
+        self.pkg, self.info, self.limit = pkg, info, max(limit, 0)
+        self.cut = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        pkg, name, left = self.pkg, self.info.filename, self.limit
+        try:
+            with pkg.zip.open(self.info) as f:
+                first = True
+                while True:
+                    piece = f.read(min(self.PIECE, left + 1))
+                    if not piece:
+                        return
+                    if len(piece) > left:  # one byte past the bound: the part goes on
+                        piece, self.cut = piece[:left], True
+                    if first:
+                        refuse_dtd(pkg.source, name, piece)
+                        first = False
+                    left -= len(piece)
+                    pkg.read_total += len(piece)
+                    if piece:
+                        yield piece
+                    if self.cut:
+                        return
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError,
+                zlib.error, lzma.LZMAError) as e:  # a damaged deflate or LZMA stream
+            raise ParseError(pkg.source, f"part {name} cannot be read: {e}") from e
 
 
 def refuse_dtd(source: str, part: str, data: bytes) -> None:

@@ -41,7 +41,9 @@ starts, never names it: chunks carry the real number of the slide they come from
 
 Sections: a `slide` per block (path: the deck's title and the slide's title, or `Slide N` when
 it has none; the title itself when it is the deck's), its title line glued to what follows by
-the section tree. Inside it: a `paragraph` per paragraph that is not bulleted, a `list` per
+the section tree. A chunk always starts at a slide (`ParsedDocument.chunk_starts`): small
+slides are never packed together, so every chunk holds one slide or a part of one and its path
+and page are that slide's (a slide too big for the budget is split inside, as any section). Inside it: a `paragraph` per paragraph that is not bulleted, a `list` per
 run of bulleted paragraphs with an `item` for each (an item spans the items of deeper levels
 that follow it, which form a nested `list`), an `image` per alt-text line, a `table` whose
 context is its header row with a `header` and one `row` per data row (numbered in the meta),
@@ -94,6 +96,10 @@ _BODY = frozenset({None, "obj", "body"})
 _DEFAULT_TITLES = frozenset({"powerpoint presentation", "powerpoint-präsentation",
                              "présentation powerpoint"})
 _TRUE = ("1", "true")
+#: a slide is never merged with the slides before it: one slide per chunk (issue 41: merged
+#: small slides took the first one's path and page, and LlamaIndex's slide-per-document
+#: reading ranked better on decks; docs/formats-office.md)
+_CHUNK_STARTS = frozenset({"slide"})
 #: control characters dropped from text; vertical tab, form feed and CR are line breaks
 _CONTROLS = {**{c: None for c in range(32) if c not in (9, 10)}, 11: "\n", 12: "\n", 13: "\n",
              127: None}
@@ -580,7 +586,8 @@ class _Deck:
         return ParsedDocument(
             source=source, format="pptx", text=text, sections=tuple(sections), title=deck,
             page_starts=tuple(page_starts) or None, warnings=tuple(warnings), meta=meta,
-            prose=True, line_numbers=False, views=(("row", "table"),))
+            prose=True, line_numbers=False, views=(("row", "table"),),
+            chunk_starts=_CHUNK_STARTS)
 
 
 def _numbered(what: str, numbers: list[int]) -> list[str]:

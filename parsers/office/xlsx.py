@@ -48,7 +48,11 @@ numbers) over at least half the columns, and either a labelled column holds data
 (numbers, dates, booleans) or no first-row label recurs in its column below (a header-less
 table of texts repeats its values). The header grows by the rows of labels under it (at most
 `_MAX_HEADER_ROWS`) while it holds merged labels or they label new columns, and is written
-as one line: each column's labels top-down, joined by a space. The header is the table's
+as one line: each column's labels top-down, joined by a space. A header row's one label,
+unmerged, over the columns that the rows under it label (at least `_MIN_CAPTIONED` of them: a
+period such as "January–June 2023" set above the last column) is the table's caption, not
+that column's: it is taken out of the header and becomes a title line (so it ends the path,
+and every row's context names it). The header is the table's
 `context` and a `header` section; every other row is a `row` section (`row`, `row_start`
 and `row_end`: Excel's row number). A table without a header gets `| column A | column B |`
 from its column letters as its context (meta `header: synthesised`), not written in the
@@ -89,6 +93,9 @@ MAX_MERGES = 100_000
 #: a synthesised header longer than this is not the table's context (as csv.py)
 _MAX_CONTEXT = 65_536
 _MAX_HEADER_ROWS = 3
+#: an upper header row's one unmerged label over at least this many labelled columns is the
+#: table's caption (`_lift_captions`)
+_MIN_CAPTIONED = 3
 #: a title longer than this is cut in the path; a block of one-cell rows above a table is
 #: its title when it has at most `_MAX_TITLE_LINES` lines, none longer than `_MAX_TITLE`
 _MAX_TITLE, _MAX_TITLE_LINES = 200, 3
@@ -891,6 +898,34 @@ def _header_rows(rows: list[tuple[int, list[tuple[int, int, str, int, bool]]]]) 
     return 0
 
 
+def _lift_captions(rows: list[Any], h: int, titles: list[str]) -> tuple[int, list[Any]]:
+    """Header rows without the captions standing in them, which join `titles`; the header's
+    new height and the rows.
+
+    A caption is the one label of an upper header row over the columns that the rows under it
+    label, not merged, when those rows label at least `_MIN_CAPTIONED` columns: a period
+    ("January–June 2023") set above the last column of a table, which is the whole table's,
+    not that column's (glued to it, the 2023 and 2022 tables of a sheet had the same
+    context). A header row left with no label is no longer a header row."""
+    out = list(rows)
+    k = 0
+    while k < h - 1:
+        below = {c for _, es in out[k + 1:h] for c1, c2, *_ in es for c in range(c1, c2 + 1)}
+        over = [e for e in out[k][1] if any(c in below for c in range(e[0], e[1] + 1))]
+        if len(below) < _MIN_CAPTIONED or len(over) != 1 or over[0][0] != over[0][1]:
+            k += 1
+            continue
+        titles.append(over[0][2])
+        rest = [e for e in out[k][1] if e is not over[0]]
+        if rest:
+            out[k] = (out[k][0], rest)
+            k += 1
+        else:
+            del out[k]
+            h -= 1
+    return h, out
+
+
 def _has_data(rows: list[Any]) -> bool:
     return any(k == DATA or _DATA_LIKE.fullmatch(t) for _, es in rows for _, _, t, k, _ in es)
 
@@ -984,6 +1019,8 @@ class _Writer:
 
     def _table(self, block: _Block, titles: list[str], rows: list[Any]) -> tuple[str, ...]:
         h = _header_rows(rows)
+        if h > 1:
+            h, rows = _lift_captions(rows, h, titles)
         filled: list[tuple[int, dict[int, str]]] = []
         for k, (r, es) in enumerate(rows):
             vals: dict[int, str] = {}

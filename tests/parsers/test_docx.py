@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import resource
 import subprocess
 import time
 import zipfile
@@ -18,7 +19,7 @@ from chunkwise.parsers import detect_format
 from chunkwise.parsers.office import docx
 from chunkwise.parsers.office.ooxml import MAX_PART
 
-from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files
+from conftest import CHUNKWISE_CLI, FIXTURES, corpus_files, run_measured
 from contract import check_contract
 
 FIXTURE = FIXTURES / "docling__word_sample.docx"
@@ -495,6 +496,64 @@ def test_a_ten_thousand_row_table_parses_in_seconds():
     rows_out = kinds(doc, "row")
     assert len(rows_out) == 10_000 and rows_out[-1] == "| 9999 | value 9999 | merged |"
     assert elapsed < 10, f"{elapsed:.1f} s"
+
+
+def _long_docx(path, megabytes: float) -> int:
+    """A .docx at `path` whose document.xml is `megabytes` MiB of numbered paragraphs,
+    streamed into the zip (never held whole); the length of one paragraph's XML."""
+    para = p("Paragraph {:07d} of a report that repeats the same line again and again.")
+    n = int(megabytes * 2 ** 20 / len(para))
+    with zipfile.ZipFile(io.BytesIO(make_docx(""))) as src, \
+            zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            if info.filename != "word/document.xml":
+                out.writestr(info.filename, src.read(info))
+        with out.open("word/document.xml", "w", force_zip64=True) as f:
+            f.write(f"<w:document {NAMESPACES}><w:body>".encode())
+            for k in range(0, n, 1000):
+                f.write("".join(para.format(i) for i in range(k, min(k + 1000, n))).encode())
+            f.write(b"</w:body></w:document>")
+    return len(para.format(0))
+
+
+def test_a_body_past_max_body_is_cut_after_its_last_whole_paragraph(tmp_path, monkeypatch):
+    """Issue 44, item 6: the body is streamed, and past `MAX_BODY` bytes of XML it is cut
+    after the last whole block read, with one warning naming the part and the bound."""
+    monkeypatch.setattr(docx, "MAX_BODY", 1 << 20)
+    size = _long_docx(tmp_path / "long.docx", 3)
+    started = time.process_time()
+    doc = parse((tmp_path / "long.docx").read_bytes())
+    assert time.process_time() - started < 10
+    [warning] = doc.warnings
+    assert "word/document.xml" in warning and "1,048,576 bytes" in warning
+    assert "MAX_BODY" in warning
+    lines = doc.text.split("\n\n")
+    assert lines == [f"Paragraph {i:07d} of a report that repeats the same line again and "
+                     f"again." for i in range(len(lines))]
+    # every paragraph wholly inside the bound is kept (the XML before them, its namespaces,
+    # is under 1 kB: 8 paragraphs)
+    assert (1 << 20) // size - 8 <= len(lines) <= (1 << 20) // size
+
+
+@pytest.mark.slow
+def test_a_long_body_is_read_in_bounded_memory_and_time(tmp_path):
+    """Issue 44, item 6: an 80 MiB document.xml (a 2 MB file) was parsed into one tree,
+    past 800 MB of memory for this size (2 GB at 200 MiB); streamed, memory holds one block's
+    elements and the text, and the body stops at `MAX_BODY` with one line on stderr."""
+    path = tmp_path / "long.docx"
+    _long_docx(path, 80)
+    assert path.stat().st_size < 4_000_000
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = run_measured([*CHUNKWISE_CLI, "text", str(path)], tmp_path / "out.txt", timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+    assert run.returncode == 0, run.stderr
+    assert seconds < 120, f"{seconds:.0f} s of CPU"  # about 6 s here: a guard, not a benchmark
+    assert run.peak_rss < 700 * 2 ** 20, f"{run.peak_rss / 2 ** 20:.0f} MB"
+    [line] = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert "long.docx" in line and "MAX_BODY" in line and f"{docx.MAX_BODY:,} bytes" in line
+    text = (tmp_path / "out.txt").read_text()
+    assert text.startswith("Paragraph 0000000 ") and len(text) > docx.MAX_BODY // 2
 
 
 def test_hostile_spans_and_unclosed_fields_stay_bounded():

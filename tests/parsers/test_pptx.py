@@ -217,6 +217,29 @@ def test_fixture_chunks_keep_the_contract_and_slide_numbers():
     assert notes_chunk.section_path == ("Test Table Slide", "Slide 3")
 
 
+def test_each_slide_is_its_own_chunk_with_its_title_and_number():
+    """Issue 41: small slides were packed into one chunk named after the first of them. Now a
+    chunk starts at every slide: its path is its own slide's title, its page its number, and
+    a slide too big for the budget is still split inside (never joined to the next)."""
+    long_body = sp(*(para(f"Point {k} of the long slide about margins and costs.")
+                     for k in range(40)), x=0, y=100)
+    slides = [slide(sp(para(f"Title {n}"), ph="title", x=0, y=0),
+                    sp(para(f"One line of slide {n}."), x=0, y=100)) for n in (1, 2, 3)]
+    data = deck(*slides[:2], slide(sp(para("Long"), ph="title", x=0, y=0), long_body),
+                slides[2], title="Deck")
+    chunks = check_contract(data, "deck.pptx", Chunker(max_tokens=128))
+    by_page: dict[int, list] = {}
+    for c in chunks:
+        assert c.page_start == c.page_end
+        by_page.setdefault(c.page_start, []).append(c)
+    assert sorted(by_page) == [1, 2, 3, 4]
+    for page, title in ((1, "Title 1"), (2, "Title 2"), (4, "Title 3")):
+        [c] = by_page[page]
+        assert c.section_path == ("Deck", title) and c.text.startswith(title)
+        assert c.text.rstrip().endswith(f"slide {title[-1]}.")
+    assert len(by_page[3]) > 1 and all(c.section_path == ("Deck", "Long") for c in by_page[3])
+
+
 # -- titles, order, bullets -------------------------------------------------------------------
 def test_title_first_then_shapes_top_to_bottom_left_to_right():
     xml = slide(sp(para("bottom"), x=0, y=900), sp(para("right"), x=500, y=300),
@@ -472,7 +495,12 @@ def test_corpus_decks_parse_and_chunk():
         chunks = check_contract(data, path.name, chunker)
         for c in chunks:
             assert "<a:" not in c.text and "PK\x03\x04" not in c.text, path.name
-            assert c.page_start is not None and c.page_start <= c.page_end
+            # one slide per chunk (issue 41), named by that slide's section
+            assert c.page_start is not None and c.page_start == c.page_end, path.name
+            [own] = [s for s in _of(doc, "slide") if s.start <= c.start < s.end]
+            assert c.end <= own.end and c.section_path == own.path, path.name
+        shown = {doc.pages_of(s.start, s.end)[0] for s in _of(doc, "slide")}
+        assert {c.page_start for c in chunks} == shown, path.name
 
 
 @pytest.mark.corpus

@@ -276,6 +276,32 @@ def test_no_header_gets_column_letters_as_context_not_in_the_text():
     assert len(of_kind(doc, "row")) == 2
 
 
+def test_a_label_alone_above_the_header_row_is_the_tables_caption():
+    """Issue 41: a period set in the row above the column labels, over the last column only,
+    was glued onto that column's label; it is the whole table's caption: a title line before
+    the table, the end of its path, and so in every row's context."""
+    grid = {"A1": "In millions", "D1": "January–June 2023", "B2": "Sales", "C2": "Profit",
+            "D2": "Costs", "A3": "Zone EUR", "B3": 9467, "C3": 1570, "D3": -414,
+            "A4": "Zone NA", "B4": 12553, "C4": 2713, "D4": -337}
+    doc = one_sheet(grid)
+    assert doc.text == ("January–June 2023\n| In millions | Sales | Profit | Costs |\n"
+                        "| Zone EUR | 9467 | 1570 | -414 |\n| Zone NA | 12553 | 2713 | -337 |")
+    (table,) = of_kind(doc, "table")
+    assert table.path[-1] == "January–June 2023"
+    assert table.context == "| In millions | Sales | Profit | Costs |"
+    # a label over a group of columns is theirs, merged or not: a header cell, as before
+    group = {k: v for k, v in grid.items() if k != "D1"}
+    merged = one_sheet({**group, "B1": "January–June 2023"},
+                       '<mergeCells><mergeCell ref="B1:D1"/></mergeCells>')
+    assert "| In millions | January–June 2023 Sales |" in merged.text
+    two = one_sheet({**grid, "B1": "H1 2023", "D1": "H1 2022"})
+    assert "| In millions | H1 2023 Sales | Profit | H1 2022 Costs |" in two.text
+    # under fewer than three labelled columns a lone label stays the column's
+    narrow = one_sheet({"A1": "k", "C1": "H1 2023", "B2": "Sales", "C2": "Costs", "A3": "x",
+                        "B3": 1, "C3": 2})
+    assert "| k | Sales | H1 2023 Costs |" in narrow.text
+
+
 def test_header_detection():
     # numbers under labels: a header; a first row of numbers: none
     assert of_kind(one_sheet({"A1": "n", "B1": "sq", "A2": 2, "B2": 4}), "header")
@@ -485,13 +511,35 @@ def test_corpus_layouts():
     doc = parse(by_name["unstructured__2023-half-year-analyses-by-segment.xlsx"].read_bytes(),
                 "h.xlsx")
     first = of_kind(doc, "table")[0]
-    assert first.path[2:] == ("3.1 Operating segments", "Revenue and results")
+    # the period above the header row is the table's caption (issue 41), not glued onto
+    # its last column's label
+    assert first.path[2:] == ("3.1 Operating segments", "Revenue and results",
+                              "January–June 2023")
     assert first.context.startswith("| In millions of CHF | Sales (a) |")
-    assert first.context.endswith("| January–June 2023 Depreciation and amortization |")
+    assert first.context.endswith("| of which restructuring costs | Depreciation and amortization |")
     assert "| Zone NA | 12553 | 2713 | 2632 | -81 | -29 | -44 | -337 |" in doc.text
     doc = parse(by_name["docling__xlsx_01.xlsx"].read_bytes(), "d.xlsx")
     assert dict(doc.meta) == {"sheets": 3, "tables": 6, "hidden_sheets": 1}
     assert "| first | header second | header third |" in doc.text
+
+
+@pytest.mark.corpus
+def test_corpus_rows_carry_their_own_period():
+    """The 2023 and 2022 tables of a sheet: each row's context and embed text name its own
+    period (before, both had the same context, and the 2022 row outranked the 2023 one for a
+    question naming the year)."""
+    path = next((p for p in corpus_files("office")
+                 if p.name == "unstructured__2023-half-year-analyses-by-segment.xlsx"), None)
+    if path is None:
+        pytest.skip("unstructured__2023-half-year-analyses-by-segment.xlsx not in the corpus")
+    chunks = Chunker().chunk_bytes(path.read_bytes(), source=path.name)
+    eur = [c for c in chunks if c.page_start == 1 and "| Zone EUR |" in c.text]
+    assert len(eur) == 2
+    for c, year, other in zip(eur, ("2023", "2022"), ("2022", "2023")):
+        assert f"January–June {year}" in c.context and c.section_path[-1].endswith(year)
+        assert f"January–June {year}" in c.embed_text
+        assert f"January–June {other}" not in c.embed_text
+        assert "Depreciation and amortization: " in c.view
 
 
 @pytest.mark.corpus
