@@ -26,6 +26,7 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS),
 COMMANDS = {
     "chunk": ["x.md"], "text": ["x.md"], "sections": ["x.md"], "inspect": ["x.md"],
     "ingest": ["x.md"], "check": [], "query": ["a question"], "eval": ["q.jsonl"], "map": [],
+    "why": ["a question", "--expect", "x"],
 }
 
 

@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         from . import eval as cli_eval  # evaluation runs on a store
 
         cli_eval.register(sub)
+        from . import why as cli_why
+
+        cli_why.register(sub)
     from . import pages as cli_inspect  # the inspector page and the collection map
 
     cli_inspect.register(sub)
