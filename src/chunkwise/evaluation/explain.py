@@ -27,11 +27,11 @@ More than `MAX_OCCURRENCES` exact occurrences is an error: name a longer passage
    and the boundary each fell on are given.
 4. `beyond window`: the chunk holding most of it has the passage past the embedder's window
    (`MAX_TOKENS` of the default model, counted on `context + "\\n\\n" + text`; a view that
-   rewrites the text, such as table rows, makes this an estimate) and the lexical leg, where
-   there is one, does not rank it in the top k either.
+   rewrites the text, such as table rows, makes this an estimate): its vector never saw it.
 5. `context missing`: the question names a word of the document's structure (its file name,
-   the chunk's heading path, the first line of its parent section: a table header, a
-   signature) that the chunk's embed text lacks.
+   the chunk's heading path, the first line of its parent section, the line just before the
+   chunk in it: a table header, a signature) that the chunk's embed text lacks and the embed
+   text of a chunk ranked above it has.
 6. `outranked`: a chunk holds it and the chunks listed rank above it (near duplicates of it,
    chunks under the same heading, other documents are marked).
 
@@ -502,12 +502,11 @@ class Explainer:
             said = ", ".join(f"{o} ({b})" for o, b in cuts) or "none"
             return ("split", f"no chunk holds half of it (the most: {best.share:.0%}); cut at "
                     f"{said}", above, cuts, [])
-        if best.window_end is not None and best.window_end <= loc.start \
-                and _rank_key(best.ranks.get("lexical")) > k:
+        if best.window_end is not None and best.window_end <= loc.start:
             return ("beyond window", f"{_where(best)} has {best.tokens} tokens; the passage "
                     f"starts at token {best.answer_token}, past the model's {self.window}",
                     above, [], [])
-        missing = self._missing(question, best)
+        missing = self._missing(question, best, above)
         if missing:
             return ("context missing", f"the question names {', '.join(missing)}, which "
                     f"the document's structure has and {_where(best)}'s embed text lacks "
@@ -553,9 +552,11 @@ class Explainer:
             out.append((cut, rule))
         return out
 
-    def _missing(self, question: str, best: Holder) -> list[str]:
+    def _missing(self, question: str, best: Holder, above: Sequence[Ranked]) -> list[str]:
         """Words of the question that the document's structure names (its file name, the
-        chunk's heading path, its parent section's first line) and the embed text lacks."""
+        chunk's heading path, its parent section's first line, the line just before the
+        chunk inside that section: a table header, a signature), that the holder's embed
+        text lacks and the embed text of a chunk ranked above it has."""
         from ..text.terms import terms
 
         r = self.docs.records[best.id]
@@ -563,12 +564,21 @@ class Explainer:
         names = set(terms(PurePath(best.source).name)) | set(terms(best.section_path))
         ps = r.meta.get("parent_start")
         if isinstance(ps, int) and ps < best.start:
-            names |= set(terms(text[ps:text.find("\n", ps, best.start) if "\n" in
-                                    text[ps:best.start] else best.start]))
+            inside = text[ps:best.start]
+            names |= set(terms(inside.split("\n", 1)[0]))
+            before = [ln for ln in inside.split("\n") if ln.strip()]
+            if before:
+                names |= set(terms(before[-1]))
+                if len(before) > 1 and set(before[-1].strip()) <= set("|-: +="):
+                    names |= set(terms(before[-2]))  # a table's header above its rule
         have = set(terms(best.context + "\n" + r.text))
+        pulled = set()
+        for a in above:
+            rec = self.docs.records.get(a.id)
+            pulled |= set(terms(a.context + "\n" + (rec.text if rec else a.preview)))
         asked = [t for t in dict.fromkeys(terms(question))
                  if len(t) > 2 and t not in _COMMON and not t.isdigit()]
-        return [t for t in asked if t in names and t not in have]
+        return [t for t in asked if t in names and t not in have and t in pulled]
 
 
 def _where(h: Holder) -> str:
@@ -594,3 +604,54 @@ def explain(question: str, expected: str, *, k: int = 5, source: str | None = No
     return Explainer(collection=collection, client=client, db_path=db_path, host=host,
                      port=port, embedder=embedder, lexical=lexical,
                      mode=mode).explain(question, expected, k=k, source=source)
+
+
+# -- a whole question set ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """One missed question of an evaluation and its explanation; `line` is its line in the
+    questions file, `rank` eval's rank of its first relevant chunk (None: not in the top
+    max(k))."""
+
+    line: int
+    rank: int | None
+    format: str
+    explanation: Explanation
+
+
+def explain_misses(report: Any, *, k: int = 5, mode: str | None = None,
+                   collection: str | None = None, embedder: Any = None, lexical: Any = True,
+                   **location: Any) -> list[Miss]:
+    """An explanation for every question of an `EvalReport` whose first relevant chunk is
+    not in the top `k` (questions without a reference span have none to give), worst first:
+    the best holder's rank in the verdict's mode, lowest first (not ranked at all: first)."""
+    misses = [r for r in report.results if r.question.has_span
+              and (r.rank is None or r.rank > k)]
+    if not misses:
+        return []
+    ex = Explainer(collection=collection or report.collection, embedder=embedder,
+                   lexical=lexical, mode=mode, **location)
+    out = []
+    for r in misses:
+        q = r.question
+        e = ex.explain_span(q.question, r.source, q.start, q.end, k=k)
+        fmt = next((str(ex.docs.records[h.id].meta.get("format") or "") for h in e.holders),
+                   "") or _format_of(r.source)
+        out.append(Miss(q.line, r.rank, fmt, e))
+    return sorted(out, key=_worst)
+
+
+def _worst(m: Miss) -> tuple[int, int]:
+    e = m.explanation
+    ranks = [h.ranks.get(e.mode) for h in e.holders]
+    best = min((_rank_key(x) for x in ranks), default=1 << 31)
+    return (-best, m.line)
+
+
+def cause_table(misses: Sequence[Miss]) -> dict[str, dict[str, int]]:
+    """format -> cause -> how many misses, formats with the most misses first."""
+    table: dict[str, dict[str, int]] = {}
+    for m in misses:
+        row = table.setdefault(m.format, {c: 0 for c in CAUSES})
+        row[m.explanation.verdict] += 1
+    return dict(sorted(table.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))
