@@ -44,6 +44,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--mode", choices=("hybrid", "dense", "lexical"), default=None,
                    help="the mode the verdict judges (default hybrid, dense without a "
                         "lexical index)")
+    p.add_argument("--relevance", default="overlap", choices=("overlap", "most", "whole"),
+                   help="how much of the passage a chunk must hold to count, as in eval "
+                        "(default overlap: any of it)")
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.add_argument("--embedder", default=None, metavar="SPEC",
                    help="embedder (default: the collection's own)")
@@ -66,7 +69,8 @@ def cmd_why(args: argparse.Namespace) -> int:
     if ex.lex is None:
         print(f"note: collection {args.collection!r} has no lexical index: dense ranks only "
               f"(`chunkwise check --repair` builds it)", file=sys.stderr)
-    e = ex.explain(args.question, args.expect, k=args.k, source=args.source)
+    e = ex.explain(args.question, args.expect, k=args.k, source=args.source,
+                   relevance=args.relevance)
     if args.json:
         print(json.dumps(e.to_dict(), ensure_ascii=False, indent=1))
     else:

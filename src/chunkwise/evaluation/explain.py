@@ -21,8 +21,9 @@ More than `MAX_OCCURRENCES` exact occurrences is an error: name a longer passage
 
 1. `not extracted`: the passage is not in the canonical text (only a fuzzy match, similarity
    given, or none): OCR errors, a table read wrong, boilerplate removed.
-2. `found`: a chunk overlapping the passage is in the top k of the verdict's mode (the rule of
-   `eval`'s default relevance, `overlap`).
+2. `found`: a chunk holding the passage is in the top k of the verdict's mode; "holding" is
+   `eval`'s relevance rule (`relevance=`): `overlap` (default: any of it), `most` (half or
+   more) or `whole`.
 3. `split`: no chunk holds half the passage (non-whitespace characters); the cuts inside it
    and the boundary each fell on are given.
 4. `beyond window`: the chunk holding most of it has the passage past the embedder's window
@@ -417,7 +418,7 @@ class Explainer:
 
     # the question ----------------------------------------------------------------------
     def explain(self, question: str, expected: str, *, k: int = 5,
-                source: str | None = None) -> Explanation:
+                source: str | None = None, relevance: str = "overlap") -> Explanation:
         from ..chroma.search import check_query
 
         t0 = time.perf_counter()
@@ -430,22 +431,26 @@ class Explainer:
         sources = select_sources(self.docs, source)
         locations = locate(self.docs, expected, sources=sources,
                            candidates=lambda: self.candidates(expected))
-        return self._explain(question, expected, locations, k, t0)
+        return self._explain(question, expected, locations, k, t0, relevance)
 
     def explain_span(self, question: str, source: str, start: int, end: int, *,
-                     k: int = 5) -> Explanation:
+                     k: int = 5, relevance: str = "overlap") -> Explanation:
         """The same for a passage given by its offsets (a question set's span)."""
         t0 = time.perf_counter()
         text = self.docs.texts.get(source, "")
         loc = Location(source, start, end, "exact", 1.0, text[start:end])
-        return self._explain(question, loc.text, [loc], k, t0)
+        return self._explain(question, loc.text, [loc], k, t0, relevance)
 
     def _explain(self, question: str, expected: str, locations: Sequence[Location], k: int,
-                 t0: float) -> Explanation:
+                 t0: float, relevance: str = "overlap") -> Explanation:
+        from .eval import check_relevance
+
+        need = {"overlap": 1e-9, "most": 0.5, "whole": 1.0}[check_relevance(relevance)]
         ranked, vector = self.rankings(question)
         loc = locations[0] if locations else None
         holders = self._holders(locations, ranked, vector)
-        verdict, reason, above, cuts, missing = self._verdict(question, loc, holders, ranked, k)
+        verdict, reason, above, cuts, missing = self._verdict(question, loc, holders, ranked, k,
+                                                              need)
         return Explanation(question, expected, k, self.modes, self.mode, verdict, reason, loc,
                            tuple(holders), tuple(above), tuple(cuts), tuple(missing),
                            round(time.perf_counter() - t0, 4))
@@ -479,7 +484,8 @@ class Explainer:
         return sorted(out, key=lambda h: (h.source, h.start))
 
     def _verdict(self, question: str, loc: Location | None, holders: Sequence[Holder],
-                 ranked: Mapping[str, list[Any]], k: int) -> tuple[str, str, list[Ranked],
+                 ranked: Mapping[str, list[Any]], k: int,
+                 need: float = 1e-9) -> tuple[str, str, list[Ranked],
                                                                    list[tuple[int, str]],
                                                                    list[str]]:
         mode = self.mode
@@ -489,7 +495,8 @@ class Explainer:
                     "; nothing in the collection is like it")
             return "not extracted", "the passage is not in the canonical text" + near, [], [], []
         rank = lambda h: _rank_key(h.ranks.get(mode))  # noqa: E731
-        top = min(holders, key=rank) if holders else None
+        held = [h for h in holders if h.share >= need - 1e-9]
+        top = min(held, key=rank) if held else None
         if top is not None and rank(top) <= k:
             return ("found", f"{_where(top)} holds {top.share:.0%} of it, rank {rank(top)} "
                     f"({mode})", [], [], [])
@@ -595,7 +602,7 @@ def _short(text: str, n: int) -> str:
 
 
 def explain(question: str, expected: str, *, k: int = 5, source: str | None = None,
-            collection: str = "chunkwise", client: Any = None,
+            relevance: str = "overlap", collection: str = "chunkwise", client: Any = None,
             db_path: str | os.PathLike | None = None, host: str | None = None,
             port: int | None = None, embedder: Any = None, lexical: Any = True,
             mode: str | None = None) -> Explanation:
@@ -603,7 +610,8 @@ def explain(question: str, expected: str, *, k: int = 5, source: str | None = No
     `source` limits the search for the passage to one stored document."""
     return Explainer(collection=collection, client=client, db_path=db_path, host=host,
                      port=port, embedder=embedder, lexical=lexical,
-                     mode=mode).explain(question, expected, k=k, source=source)
+                     mode=mode).explain(question, expected, k=k, source=source,
+                                        relevance=relevance)
 
 
 # -- a whole question set ------------------------------------------------------------------
@@ -634,7 +642,8 @@ def explain_misses(report: Any, *, k: int = 5, mode: str | None = None,
     out = []
     for r in misses:
         q = r.question
-        e = ex.explain_span(q.question, r.source, q.start, q.end, k=k)
+        e = ex.explain_span(q.question, r.source, q.start, q.end, k=k,
+                            relevance=report.relevance)
         fmt = next((str(ex.docs.records[h.id].meta.get("format") or "") for h in e.holders),
                    "") or _format_of(r.source)
         out.append(Miss(q.line, r.rank, fmt, e))
