@@ -26,6 +26,9 @@ pytest.importorskip("chromadb")
 
 BOILER = [CORPUS / "code-multi" / "square__okhttp__Cookie.kt",
           CORPUS / "code-multi" / "square__javapoet__TypeSpec.java"]
+#: a document whose text is markup: the page of `eval --explain-html` must show it, not run it
+HOSTILE = ("# Hostile page\n\nThe payload <img src=x onerror=alert(1)> sits here, and "
+           "<script>alert(2)</script> too.\n")
 SCAN = CORPUS / "pdf-tables" / "docling__scanned__sample_with_rotation_mismatch.pdf"
 
 
@@ -39,8 +42,9 @@ def db(tmp_path_factory):
               FIXTURES / "mkdocs-material__reference__data-tables.md",
               *[p for p in BOILER if p.exists()]]:
         shutil.copy(f, root / f.name)
+    (root / "hostile.md").write_text(HOSTILE, encoding="utf-8")
     path = tmp_path_factory.mktemp("db") / "db"
-    plain = [root / "fastapi__features.md", *[root / p.name for p in BOILER if p.exists()]]
+    plain = [root / "fastapi__features.md", root / "hostile.md", *[root / p.name for p in BOILER if p.exists()]]
     ingest(plain, db_path=path, collection="plain", root=root, workers=1)
     ingest([root / "cJSON__fuzzing__afl.c"], db_path=path, collection="wide", root=root,
            workers=1, chunker=Chunker(max_tokens=512))
@@ -237,3 +241,19 @@ def test_cli_without_lexical_index_says_so_and_ranks_dense(db, capsys):
                        "Autocompletion works everywhere", "--db", db, "--collection", "nolex")
     assert rc == 0 and "no lexical index" in err and len(err.strip().splitlines()) == 1
     assert "(dense" in out and "hybrid" not in out and "lexical" not in out
+
+
+def test_explain_html_page_runs_no_script_from_content(db):
+    """Document text, question and passage are escaped; the page has no script at all and a
+    policy that forbids one."""
+    from chunkwise.evaluation.explain import Miss
+    from chunkwise.evaluation.whypage import page
+
+    e = why(db, "plain", "<script>alert(3)</script> where is the payload?",
+            "<img src=x onerror=alert(1)>", k=1)
+    assert e.location.source == "hostile.md" and e.location.match == "exact"
+    html = page([Miss(1, None, "markdown", e)], title="<b>t</b>", questions=1)
+    assert "<script" not in html.lower() and "<img" not in html.lower()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html
+    assert "default-src 'none'" in html
