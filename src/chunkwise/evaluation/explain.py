@@ -70,6 +70,8 @@ MAX_OCCURRENCES = 20
 DEPTH = 100
 #: a fuzzy match below this similarity is no match ("nothing like it")
 FUZZY_FLOOR = 0.5
+#: the most canonical text an explanation carries for the page
+EXCERPT = 8000
 #: the default model's window, [CLS] and [SEP] included (embeddings.minilm.MAX_TOKENS)
 MAX_TOKENS = 256
 #: question words too common to be "named" by it
@@ -150,6 +152,10 @@ class Explanation:
     cuts: tuple[tuple[int, str], ...] = ()
     missing: tuple[str, ...] = ()
     seconds: float = 0.0
+    excerpt: str = ""
+    """The canonical text the holders cover (at most `EXCERPT` characters), from
+    `excerpt_start`: what the page's question view draws."""
+    excerpt_start: int = 0
 
     @property
     def best(self) -> Holder | None:
@@ -451,9 +457,15 @@ class Explainer:
         holders = self._holders(locations, ranked, vector)
         verdict, reason, above, cuts, missing = self._verdict(question, loc, holders, ranked, k,
                                                               need)
+        lo = hi = 0
+        if loc is not None:
+            mine = [h for h in holders if h.source == loc.source]
+            lo = min([loc.start] + [h.start for h in mine])
+            hi = min(max([loc.end] + [h.end for h in mine]), lo + EXCERPT)
+        excerpt = self.docs.texts[loc.source][lo:hi] if loc is not None else ""
         return Explanation(question, expected, k, self.modes, self.mode, verdict, reason, loc,
                            tuple(holders), tuple(above), tuple(cuts), tuple(missing),
-                           round(time.perf_counter() - t0, 4))
+                           round(time.perf_counter() - t0, 4), excerpt, lo)
 
     def _holders(self, locations: Sequence[Location], ranked: Mapping[str, list[Any]],
                  vector: Any) -> list[Holder]:

@@ -19,6 +19,11 @@ th{background:#f3f3f3}td.n{text-align:right}.q{border-top:2px solid #ddd;padding
 .v.context-missing{background:#d9efff}.v.beyond-window{background:#ffe0f0}
 pre{white-space:pre-wrap;background:#f8f8f8;padding:6px;margin:4px 0;max-height:9em;overflow:auto}
 small{color:#666}
+.doc{white-space:pre-wrap;font:12px/1.5 ui-monospace,monospace;border:1px solid #ddd;
+padding:6px;max-height:22em;overflow:auto}
+.c{border-left:2px solid #555;padding-left:1px}.top{background:#c8f0c8}.near{background:#fff0b0}
+.far{background:#eee}.ans{outline:2px solid #d33;background:rgba(255,80,80,.18)}
+.win{color:#c00;font-weight:700}
 """
 
 
@@ -57,6 +62,8 @@ def _question(m: Miss) -> str:
     if loc is not None:
         parts.append(f"<small>passage: {escape(loc.source)} {loc.start}-{loc.end}</small>"
                      f"<pre>{escape(loc.text[:1500])}</pre>")
+    if e.excerpt:
+        parts.append(_passage_view(e))
     if e.holders:
         cells = "".join(
             f"<tr><td>{h.start}-{h.end}</td><td>{escape(h.section_path)}</td>"
@@ -77,3 +84,41 @@ def _question(m: Miss) -> str:
 
 def _r(rank: Any) -> str:
     return str(rank) if rank is not None else f"&gt;{DEPTH}"
+
+
+def _passage_view(e: Any) -> str:
+    """The text the holders cover: each chunk coloured by its rank in the verdict's mode
+    (green: top k, yellow: top 20, grey: lower), a bar at each cut, the passage outlined,
+    and `▏window` where the model's window ends inside a chunk."""
+    base, text = e.excerpt_start, e.excerpt
+    end = base + len(text)
+    marks: set[int] = {base, end}
+    loc = e.location
+    same = [h for h in e.holders if loc is not None and h.source == loc.source]
+    for h in same:
+        marks |= {min(max(h.start, base), end), min(max(h.end, base), end)}
+        if h.window_end is not None and base < h.window_end < end:
+            marks.add(h.window_end)
+    if loc is not None:
+        marks |= {min(max(loc.start, base), end), min(max(loc.end, base), end)}
+    windows = {h.window_end for h in same if h.window_end is not None}
+    out = []
+    cuts = sorted(marks)
+    for a, b in zip(cuts, cuts[1:]):
+        if a in windows:
+            out.append("<span class=win title='the embedder window ends here'>▏window</span>")
+        h = next((h for h in same if h.start <= a < h.end), None)
+        cls = []
+        if h is not None:
+            r = h.ranks.get(e.mode)
+            cls.append("top" if r is not None and r <= e.k else
+                       "near" if r is not None and r <= 20 else "far")
+            if a == h.start:
+                cls.append("c")
+        if loc is not None and loc.start <= a < loc.end:
+            cls.append("ans")
+        title = f" title='chunk {h.start}-{h.end}, {e.mode} rank {_r(h.ranks.get(e.mode))}'" \
+            if h is not None else ""
+        out.append(f"<span class='{' '.join(cls)}'{title}>{escape(text[a - base:b - base])}"
+                   f"</span>")
+    return "<div class=doc>" + "".join(out) + "</div>"
