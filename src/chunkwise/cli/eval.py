@@ -78,8 +78,11 @@ def register(subparsers: Any) -> None:
                         "approximate index (always on with --compare)")
     g = p.add_argument_group("explaining the misses (chunkwise.evaluation.explain)")
     g.add_argument("--explain", action="store_true",
-                   help="a verdict for every question whose answer is not in the top 5: "
+                   help="a verdict for every question whose answer is not in the top K "
+                        "(--explain-k, default 5): "
                         "the causes per format, then the questions, worst first")
+    g.add_argument("--explain-k", type=int, default=5, metavar="K",
+                   help="a miss is a question whose answer is not in the top K (default 5)")
     g.add_argument("--explain-html", default=None, metavar="FILE",
                    help="also write them as one HTML page (implies --explain)")
 
@@ -150,7 +153,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare is None:
         print(format_report(reports[0]))
         if misses is not None:
-            print(format_misses(misses))
+            print(format_misses(misses, k=args.explain_k))
     else:
         print(format_comparison(reports))
         if diffs is not None:
@@ -169,7 +172,9 @@ def _explain(args: argparse.Namespace, report: Any, qset: Any) -> list[Any]:
     loc.pop("retry_delays")
     loc.pop("collection")
     mode = args.mode or ("dense" if args.exact else "hybrid")
-    misses = explain_misses(report, k=5, mode=mode, embedder=args.embedder,
+    if args.explain_k < 1:
+        raise ConfigError("--explain-k must be a positive integer")
+    misses = explain_misses(report, k=args.explain_k, mode=mode, embedder=args.embedder,
                             lexical=lexical_option(args), **loc)
     if args.explain_html is not None:
         from ..evaluation.whypage import page
@@ -182,16 +187,16 @@ def _explain(args: argparse.Namespace, report: Any, qset: Any) -> list[Any]:
     return misses
 
 
-def format_misses(misses: Sequence[Any], *, rows: int = 20) -> str:
+def format_misses(misses: Sequence[Any], *, rows: int = 20, k: int = 5) -> str:
     """The causes per format, then the worst `rows` misses, one line each."""
     from ..evaluation.explain import CAUSES, DEPTH, cause_table
 
     if not misses:
-        return "no question missed the top 5"
+        return f"no question missed the top {k}"
     short = {"not extracted": "not-extr", "found": "found", "split": "split",
              "beyond window": "window", "context missing": "context",
              "outranked": "outranked"}
-    lines = [f"{len(misses)} questions missed the top 5; causes per format "
+    lines = [f"{len(misses)} questions missed the top {k}; causes per format "
              f"(chunkwise.evaluation.explain):",
              f"{'format':<10}" + "".join(f"{short[c]:>10}" for c in CAUSES) + f"{'misses':>8}"]
     for fmt, row in cause_table(misses).items():

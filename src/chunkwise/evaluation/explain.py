@@ -29,10 +29,10 @@ More than `MAX_OCCURRENCES` exact occurrences is an error: name a longer passage
 4. `beyond window`: the chunk holding most of it has the passage past the embedder's window
    (`MAX_TOKENS` of the default model, counted on `context + "\\n\\n" + text`; a view that
    rewrites the text, such as table rows, makes this an estimate): its vector never saw it.
-5. `context missing`: the question names a word of the document's structure (its file name,
-   the chunk's heading path, the first line of its parent section, the line just before the
-   chunk in it: a table header, a signature) that the chunk's embed text lacks and the embed
-   text of a chunk ranked above it has.
+5. `context missing`: the question names a word of the document's structure (the chunk's
+   heading path, the first line of its parent section, a table header above the chunk; the
+   file name when a chunk of another document ranked above has the word) that the chunk's
+   embed text lacks and the embed text of a chunk ranked above it has.
 6. `outranked`: a chunk holds it and the chunks listed rank above it (near duplicates of it,
    chunks under the same heading, other documents are marked).
 
@@ -572,32 +572,39 @@ class Explainer:
         return out
 
     def _missing(self, question: str, best: Holder, above: Sequence[Ranked]) -> list[str]:
-        """Words of the question that the document's structure names (its file name, the
-        chunk's heading path, its parent section's first line, the line just before the
-        chunk inside that section: a table header, a signature), that the holder's embed
-        text lacks and the embed text of a chunk ranked above it has."""
+        """Words of the question that the document's structure names and the holder's
+        embed text lacks, while the embed text of a chunk ranked above it has them: the
+        chunk's heading path, its parent section's first line (a table's header row, a
+        signature), a table header just above the chunk (the line over a `|---|` rule), and
+        the file name, which counts only when a chunk of another document ranked above has
+        the word (within one document every chunk lacks its file name alike)."""
         from ..text.terms import terms
 
         r = self.docs.records[best.id]
         text = self.docs.texts[best.source]
-        names = set(terms(PurePath(best.source).name)) | set(terms(best.section_path))
+        names = set(terms(best.section_path))
         ps = r.meta.get("parent_start")
         if isinstance(ps, int) and ps < best.start:
             inside = text[ps:best.start]
             names |= set(terms(inside.split("\n", 1)[0]))
             before = [ln for ln in inside.split("\n") if ln.strip()]
-            if before:
-                names |= set(terms(before[-1]))
-                if len(before) > 1 and set(before[-1].strip()) <= set("|-: +="):
-                    names |= set(terms(before[-2]))  # a table's header above its rule
+            rules = [i for i, ln in enumerate(before) if i and set(ln.strip()) <= set("|-: +=")]
+            if rules:
+                names |= set(terms(before[rules[-1] - 1]))  # a table's header above its rule
+        files = set(terms(PurePath(best.source).name)) - names
         have = set(terms(best.context + "\n" + r.text))
-        pulled = set()
+        pulled: set[str] = set()
+        others: set[str] = set()
         for a in above:
             rec = self.docs.records.get(a.id)
-            pulled |= set(terms(a.context + "\n" + (rec.text if rec else a.preview)))
+            got = set(terms(a.context + "\n" + (rec.text if rec else a.preview)))
+            pulled |= got
+            if a.source != best.source:
+                others |= got | set(terms(PurePath(a.source).name))
         asked = [t for t in dict.fromkeys(terms(question))
                  if len(t) > 2 and t not in _COMMON and not t.isdigit()]
-        return [t for t in asked if t in names and t not in have and t in pulled]
+        return [t for t in asked if t not in have and (
+            (t in names and t in pulled) or (t in files and t in others))]
 
 
 def _where(h: Holder) -> str:
