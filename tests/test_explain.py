@@ -257,3 +257,30 @@ def test_explain_html_page_runs_no_script_from_content(db):
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html
     assert "default-src 'none'" in html
+
+
+def test_explain_html_page_in_chromium_runs_nothing(db, tmp_path):
+    """The page opened in a real headless Chromium: markup from a document and a question
+    sets no global, fetches nothing, and the passage is drawn (skips without Chromium)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("no Chromium on PATH (Debian: apt-get install chromium)")
+    from chunkwise.evaluation.explain import Miss
+    from chunkwise.evaluation.whypage import page
+
+    e = why(db, "plain", "<img src=x onerror=\"window.__pwned=1\"> where is the payload?",
+            "<script>alert(2)</script>", k=1)
+    path = tmp_path / "why.html"
+    path.write_text(page([Miss(1, None, "markdown", e)], title="t", questions=1), "utf-8")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        pg = b.new_page(viewport={"width": 1400, "height": 1000})
+        requests, dialogs = [], []
+        pg.on("request", lambda r: requests.append(r.url))
+        pg.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        pg.goto(path.as_uri())
+        assert pg.evaluate("window.__pwned") is None and not dialogs
+        assert requests == [path.as_uri()]
+        assert "<script>alert(2)</script>" in pg.inner_text(".ans")
+        b.close()

@@ -460,7 +460,8 @@ class Explainer:
         lo = hi = 0
         if loc is not None:
             mine = [h for h in holders if h.source == loc.source]
-            lo = min([loc.start] + [h.start for h in mine])
+            # from a little before the passage, so that the page shows it without scrolling
+            lo = max(min([loc.start] + [h.start for h in mine]), loc.start - 400)
             hi = min(max([loc.end] + [h.end for h in mine]), lo + EXCERPT)
         excerpt = self.docs.texts[loc.source][lo:hi] if loc is not None else ""
         return Explanation(question, expected, k, self.modes, self.mode, verdict, reason, loc,

@@ -23,7 +23,8 @@ small{color:#666}
 padding:6px;max-height:22em;overflow:auto}
 .c{border-left:2px solid #555;padding-left:1px}.top{background:#c8f0c8}.near{background:#fff0b0}
 .far{background:#eee}.ans{outline:2px solid #d33;background:rgba(255,80,80,.18)}
-.win{color:#c00;font-weight:700}
+.win{color:#c00;font-weight:700}.doc,pre{overflow-wrap:anywhere}
+ul.above{list-style:none;padding-left:12px}
 """
 
 
@@ -78,7 +79,8 @@ def _question(m: Miss) -> str:
     if e.above:
         items = "".join(f"<li>{a.rank}. {escape(a.source)} {a.start}-{a.end} "
                         f"<i>{escape(a.why)}</i>: {escape(a.preview)}</li>" for a in e.above)
-        parts.append(f"<small>ranked above it ({escape(e.mode)}):</small><ol>{items}</ol>")
+        parts.append(f"<small>ranked above it ({escape(e.mode)}):</small>"
+                     f"<ul class=above>{items}</ul>")
     return "".join(parts) + "</div>"
 
 
