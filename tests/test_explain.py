@@ -284,3 +284,27 @@ def test_explain_html_page_in_chromium_runs_nothing(db, tmp_path):
         assert requests == [path.as_uri()]
         assert "<script>alert(2)</script>" in pg.inner_text(".ans")
         b.close()
+
+
+def test_eval_explain_gives_each_miss_a_cause(db, capsys, tmp_path):
+    """`eval --explain` over a real question: at k = 1, dense, cJSON's cleanup question
+    misses, and its cause is the window; the table names the format; --json has it all."""
+    from chunkwise.cli.main import main
+
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({
+        "question": "At cleanup, how does the fuzzer free the printed JSON string?",
+        "source": "cJSON__fuzzing__afl.c",
+        "excerpt": "free(printed_json);\n        printed_json = NULL;"}) + "\n")
+    args = ["eval", str(q), "--db", str(db), "--collection", "wide", "--root", str(FIXTURES),
+            "--mode", "dense", "--explain", "--explain-k", "1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "1 questions missed the top 1" in out
+    row = next(line for line in out.splitlines() if line.startswith("c "))
+    assert row.split()[1:] == ["1", "1"]  # beyond window 1, misses 1
+    assert main(args + ["--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["explain"]
+    assert [m["verdict"] for m in got] == ["beyond window"] and got[0]["line"] == 1
+    assert main(["eval", str(q), "--explain", "--compare", "structure", "--corpus",
+                 str(FIXTURES)]) == 2
