@@ -214,7 +214,7 @@ def test_cli_bad_inputs_one_line(db, capsys, tmp_path):
             (("", "--expect", "Autocompletion", "--db", db, "--collection", "plain"), 2,
              "non-empty"),
             (("q", "--expect", "e", "--db", db, "--collection", "plain"), 2, "occurs"),
-            (("q", "--expect", "x", "--db", tmp_path / "nowhere"), 2, "no database"),
+            (("q", "--expect", "x", "--db", tmp_path / "nowhere"), 1, "no Chroma database"),
             (("q", "--expect", "x", "--db", db, "--collection", "nolex", "--mode", "lexical"),
              1, "no lexical index"),
             (("q", "--expect", "x", "--db", db, "--collection", "plain", "--source",

@@ -3,7 +3,8 @@ they rank in each search mode, and the cause of a miss (`chunkwise.evaluation.ex
 
 Registered on the main parser by `chunkwise.cli` through `register(subparsers)`. Exit status:
 0 when it explained (found or not), 2 on bad input (an empty question or passage, a passage
-occurring too often, an unknown source), 1 when the store fails (no database there).
+occurring too often, an unknown source), 1 when the store fails (no database there, no such
+collection, `--mode lexical` without a word index).
 """
 
 from __future__ import annotations
@@ -54,14 +55,8 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_why(args: argparse.Namespace) -> int:
-    import os
-
-    from ..errors import ConfigError
     from ..evaluation.explain import Explainer
 
-    if args.db is not None and not os.path.isdir(args.db):
-        raise ConfigError(f"no database at {args.db} (run `chunkwise ingest … --db "
-                          f"{args.db}` first)")
     loc = store_location(args)
     loc.pop("retry_delays")
     logging.getLogger("chunkwise.chroma.search").setLevel(logging.ERROR)
