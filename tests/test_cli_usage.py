@@ -28,6 +28,7 @@ COMMANDS = {
     "chunk": ["x.md"], "text": ["x.md"], "sections": ["x.md"], "inspect": ["x.md"],
     "ingest": ["x.md"], "check": [], "query": ["a question"], "eval": ["q.jsonl"], "map": [],
     "serve": [],
+    "why": ["a question", "--expect", "x"],
 }
 
 

@@ -19,8 +19,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Chunk", "Chunker", "ChunkwiseError", "ConfigError", "MissingDependencyError",
-    "ParseError", "ParsedDocument", "Section", "chunk_file", "chunk_text", "parse_file",
-    "__version__",
+    "ParseError", "ParsedDocument", "Section", "chunk_file", "chunk_text", "explain",
+    "parse_file", "__version__",
 ]
 
 if TYPE_CHECKING:
@@ -74,4 +74,8 @@ def __getattr__(name: str) -> Any:
         from .chunking import api
 
         return getattr(api, name)
+    if name == "explain":  # the retrieval debugger (chromadb, the model: loaded when called)
+        from .evaluation.explain import explain
+
+        return explain
     raise AttributeError(f"module 'chunkwise' has no attribute {name!r}")

@@ -78,6 +78,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--exact", action="store_true",
                    help="rank by brute force over every stored vector instead of Chroma's "
                         "approximate index (on with --compare in dense mode)")
+    g = p.add_argument_group("explaining the misses (chunkwise.evaluation.explain)")
+    g.add_argument("--explain", action="store_true",
+                   help="a verdict for every question whose answer is not in the top K "
+                        "(--explain-k, default 5): "
+                        "the causes per format, then the questions, worst first")
+    g.add_argument("--explain-k", type=int, default=5, metavar="K",
+                   help="a miss is a question whose answer is not in the top K (default 5)")
+    g.add_argument("--explain-html", default=None, metavar="FILE",
+                   help="also write them as one HTML page (implies --explain)")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -97,6 +106,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if args.mode not in (None, "dense", "hybrid"):
             raise ConfigError("--compare ranks by the vectors exactly (--mode dense, the "
                               "default) or by hybrid search (--mode hybrid)")
+    explaining = args.explain or args.explain_html is not None
+    if explaining and args.compare is not None:
+        raise ConfigError("--explain explains one collection's misses: leave out --compare")
     root = args.root
     if root is None and args.compare is not None and len(args.corpus) == 1 \
             and Path(args.corpus[0]).is_dir():
@@ -125,9 +137,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.compare is not None and len(reports) > 1:
         reference = split_names(args.compare)[0]
         diffs = (reference, differences(reports, reference, _diff_metrics(reports[0])))
+    misses = _explain(args, reports[0], qset) if explaining else None
     if args.json:
         if args.compare is None:
             out: Any = reports[0].to_dict(details=True)
+            if misses is not None:
+                out["explain"] = [{"line": m.line, "rank": m.rank, "format": m.format,
+                                   **m.explanation.to_dict()} for m in misses]
         else:
             out = {"strategies": [r.to_dict(details=args.details) for r in reports]}
             if diffs is not None:
@@ -139,6 +155,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     if args.compare is None:
         print(format_report(reports[0]))
+        if misses is not None:
+            print(format_misses(misses, k=args.explain_k))
     else:
         print(format_comparison(reports))
         if diffs is not None:
@@ -147,6 +165,55 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for r in reports:
             print(format_details(r))
     return 0
+
+
+def _explain(args: argparse.Namespace, report: Any, qset: Any) -> list[Any]:
+    """The misses of `report` explained (and the page written, with --explain-html)."""
+    from ..evaluation.explain import explain_misses
+
+    loc = store_location(args)
+    loc.pop("retry_delays")
+    loc.pop("collection")
+    mode = args.mode or ("dense" if args.exact else "hybrid")
+    if args.explain_k < 1:
+        raise ConfigError("--explain-k must be a positive integer")
+    misses = explain_misses(report, k=args.explain_k, mode=mode, embedder=args.embedder,
+                            lexical=lexical_option(args), **loc)
+    if args.explain_html is not None:
+        from ..evaluation.whypage import page
+
+        Path(args.explain_html).write_text(page(
+            misses, title=f"Why did it miss? {Path(args.questions).name} on "
+                          f"{report.collection!r}", questions=report.questions),
+            encoding="utf-8")
+        print(f"eval: wrote {args.explain_html}", file=sys.stderr)
+    return misses
+
+
+def format_misses(misses: Sequence[Any], *, rows: int = 20, k: int = 5) -> str:
+    """The causes per format, then the worst `rows` misses, one line each."""
+    from ..evaluation.explain import CAUSES, DEPTH, cause_table
+
+    if not misses:
+        return f"no question missed the top {k}"
+    short = {"not extracted": "not-extr", "found": "found", "split": "split",
+             "beyond window": "window", "context missing": "context",
+             "outranked": "outranked"}
+    lines = [f"{len(misses)} questions missed the top {k}; causes per format "
+             f"(chunkwise.evaluation.explain):",
+             f"{'format':<10}" + "".join(f"{short[c]:>10}" for c in CAUSES) + f"{'misses':>8}"]
+    for fmt, row in cause_table(misses).items():
+        lines.append(f"{fmt:<10}" + "".join(f"{row[c] or '':>10}" for c in CAUSES)
+                     + f"{sum(row.values()):>8}")
+    lines.append(f"worst first: line  verdict    best rank  question")
+    for m in misses[:rows]:
+        e = m.explanation
+        best = min((h.ranks.get(e.mode) or DEPTH + 1 for h in e.holders), default=None)
+        said = "-" if best is None else (f">{DEPTH}" if best > DEPTH else str(best))
+        lines.append(f"{m.line:>16}  {short[e.verdict]:<10} {said:>9}  {e.question}"[:110])
+    if len(misses) > rows:
+        lines.append(f"… {len(misses) - rows} more (--json, --explain-html)")
+    return "\n".join(lines)
 
 
 def _ingested(strategy: str, report: Any) -> None:

@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         from . import serve as cli_serve  # a warm server over a store
 
         cli_serve.register(sub)
+        from . import why as cli_why
+
+        cli_why.register(sub)
     from . import pages as cli_inspect  # the inspector page and the collection map
 
     cli_inspect.register(sub)
