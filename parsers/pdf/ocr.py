@@ -16,8 +16,10 @@
   one image. Text boxes become lines (boxes whose vertical extents overlap by half, left to
   right) in points on the page, so the PDF parser finds paragraphs from their gaps as for a
   text layer.
-- Bounds: at most `MAX_OCR_PAGES` pages per file are read (a warning counts the rest); the
-  CLI's `--file-timeout` bounds the whole file.
+- Bounds: pages that show one image object (a scan shared by many pages) decode and read
+  it once (`image_key`); at most `MAX_OCR_PAGES` images per file are read (one warning
+  names the bound and the pages left without text); the CLI's `--file-timeout` bounds the
+  whole file.
 """
 
 from __future__ import annotations
@@ -119,6 +121,36 @@ def _image_area(page: Any) -> float:
 
 
 # ---------------------------------------------------------------------------------- OCR
+def image_key(page: Any) -> Any:
+    """What OCR of the page reads, as object ids: its largest image's reference (chosen by
+    the size the image declares, without decoding it), the page's /Rotate and its shown
+    size; None when the image is not an indirect object. Pages with equal keys have the
+    same OCR lines, so a scan shared by 20 pages is decoded and read once (`ocr_pages`)."""
+    found = _largest_image_ref(page)
+    if found is None or found[1] is None:
+        return None
+    rotation = (page.get("/Rotate", 0) or 0) % 360
+    return (found[1], rotation, _shown_size(page, rotation))
+
+
+def _largest_image_ref(page: Any) -> tuple[Any, Any] | None:
+    """(name, (idnum, generation) or None) of the page's largest image XObject by its
+    declared /Width × /Height; None when the page has no image at its top level."""
+    xobjects = page["/Resources"].get_object().get("/XObject")
+    if xobjects is None:
+        return None
+    best, best_px = None, 0
+    for name, ref in xobjects.get_object().items():
+        x = ref.get_object()
+        if x.get("/Subtype") != "/Image":
+            continue
+        px = int(x.get("/Width", 0) or 0) * int(x.get("/Height", 0) or 0)
+        if px > best_px:
+            key = getattr(ref, "idnum", None)
+            best, best_px = (name, None if key is None else (key, ref.generation)), px
+    return best
+
+
 def read_page(page: Any, ocr: Callable[[Any], Any]) -> list[tuple[str, float, float, float]]:
     """The page's text lines as (text, x, y, height) in points (y up), top to bottom."""
     import numpy as np
@@ -149,6 +181,14 @@ def read_page(page: Any, ocr: Callable[[Any], Any]) -> list[tuple[str, float, fl
 
 
 def _largest_image(page: Any) -> Any:
+    """The page's largest image, decoded: the top-level one `_largest_image_ref` names
+    (only that one is decoded), else the largest pypdf finds (images inside forms)."""
+    found = _largest_image_ref(page)
+    if found is not None:
+        try:
+            return page.images[found[0]].image
+        except Exception:  # an image pypdf cannot decode: look further
+            pass
     best, best_px = None, 0
     for image in page.images:  # decoded lazily by pypdf, one at a time
         try:
@@ -189,26 +229,60 @@ def _lines(boxes: list[tuple[float, float, float, str]]) -> list[tuple[float, fl
 
 def ocr_pages(pages: list[Any], scanned: list[int], warnings: list[str],
               source: str) -> dict[int, list[tuple[str, float, float, float]]]:
-    """OCR lines of the scanned pages (indexes into `pages`), at most `MAX_OCR_PAGES`;
-    warnings for a missing engine, pages over the bound and pages that fail."""
+    """OCR lines of the scanned pages (indexes into `pages`); warnings for a missing engine,
+    pages over the bound and pages that fail. Pages showing the same image object the same
+    way (`image_key`) are read once and share its lines (or its failure); `MAX_OCR_PAGES`
+    bounds the images read, so a shared scan spends it once."""
     ocr = engine()
     if ocr is None:
         warnings.append(f"{len(scanned)} scanned page(s) without a text layer: no OCR engine "
                         f"installed ({EXTRA})")
         return {}
-    if len(scanned) > MAX_OCR_PAGES:
-        warnings.append(f"OCR read the first {MAX_OCR_PAGES} of {len(scanned)} scanned pages; "
-                        f"pages {scanned[MAX_OCR_PAGES] + 1}… left without text")
     out: dict[int, list[tuple[str, float, float, float]]] = {}
-    failed = []
-    for i in scanned[:MAX_OCR_PAGES]:
+    done: dict[Any, int | str] = {}  # image key -> the page read from it, or why it failed
+    failed, over, runs = [], [], 0
+    for i in scanned:
         try:
-            out[i] = read_page(pages[i], ocr)
-        except MemoryError:
-            raise
-        except Exception as e:  # one unreadable image costs its page only
-            logger.debug("OCR of page %d of %s: %s", i + 1, source, e)
-            failed.append(f"{i + 1} ({type(e).__name__})")
+            key = image_key(pages[i])
+        except Exception:  # resources we cannot walk: the page is read on its own
+            key = None
+        got = done.get(key) if key is not None else None
+        if isinstance(got, int):
+            out[i] = list(out[got])
+            continue
+        why = got
+        if why is None:
+            if runs >= MAX_OCR_PAGES:
+                over.append(i + 1)
+                continue
+            runs += 1
+            try:
+                out[i] = read_page(pages[i], ocr)
+            except MemoryError:
+                raise
+            except Exception as e:  # one unreadable image costs its page only
+                why = type(e).__name__
+                logger.debug("OCR of page %d of %s: %s", i + 1, source, e)
+            if key is not None:
+                done[key] = why if why is not None else i
+        if why is not None:
+            failed.append(f"{i + 1} ({why})")
+    if over:
+        warnings.append(f"OCR read {MAX_OCR_PAGES} images, the bound per file "
+                        f"(MAX_OCR_PAGES); {len(over)} of {len(scanned)} scanned pages left "
+                        f"without text (pages {page_ranges(over)})")
     if failed:
         warnings.append(f"OCR failed on {len(failed)} page(s): " + "; ".join(failed[:5]))
     return out
+
+
+def page_ranges(numbers: list[int], most: int = 5) -> str:
+    """`3-7, 9, 12-40` for sorted page numbers (the first `most` runs, then `…`)."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:most])
+    return text + (", …" if len(runs) > most else "")

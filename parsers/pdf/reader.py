@@ -335,22 +335,10 @@ def _extract_pages(reader: Any, source: str,
         warnings.append(f"text of {len(failed)} page(s) could not be extracted: "
                         + "; ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
     if over:
-        warnings.append(f"{len(over)} page(s) left out (pages {_ranges(over)}): the file's "
-                        f"content streams passed {MAX_FILE_CONTENT >> 20} MB decoded, the "
-                        f"bound per file")
+        warnings.append(f"{len(over)} page(s) left out (pages {pdf_ocr.page_ranges(over)}): "
+                        f"the file's content streams passed {MAX_FILE_CONTENT >> 20} MB "
+                        f"decoded, the bound per file")
     return pages, len(failed) + len(over)
-
-
-def _ranges(numbers: list[int], most: int = 5) -> str:
-    """`3-7, 9, 12-40` for sorted page numbers (the first `most` runs, then `…`)."""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:most])
-    return text + (", …" if len(runs) > most else "")
 
 
 class _OverBound(BaseException):
