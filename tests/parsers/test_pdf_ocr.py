@@ -26,6 +26,7 @@ def _scanned():
 @pytest.mark.corpus
 def test_without_engine_warns_and_marks(monkeypatch):
     monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)  # import fails
+    monkeypatch.setenv(pdf_ocr.ENGINE_VARIABLE, "rapidocr")  # and Tesseract is not asked
     pdf_ocr.engine.cache_clear()
     try:
         for path in _scanned():
@@ -184,3 +185,58 @@ def test_a_shared_scan_with_the_real_engine_is_bounded():
     doc = pdf.parse(data, source="shared-scan.pdf")
     assert time.process_time() - t0 < 60  # 20 reads took past 60 s of wall time on 2 cores
     assert doc.text.count("SHARED SCAN") == 20, doc.text[:300]
+
+
+def test_spaces_come_back_from_the_character_boxes():
+    """RapidOCR's characters with their boxes (as `return_word_box` gives them, taken from
+    the first line of a real page's scan, `TheEvolutionoftheWordProcessor`): a gap of
+    `SPACE_GAP` of the line's height is a space; the model's own spaces stay."""
+    chars = list("theWordProcessor")
+    gaps = [1, 1, 15, 5, 0, 0, 9, 0, -1, 0, 1, -1, 0, -1, -1]  # measured, in pixels
+    boxes, x = [], 0
+    for g in [*gaps, 0]:
+        boxes.append([[x, 10], [x + 10, 10], [x + 10, 39], [x, 39]])
+        x += 10 + g
+    assert pdf_ocr._spaced("theWordProcessor", [boxes, chars]) == "the Word Processor"
+    assert pdf_ocr._spaced("a b", [boxes[:3], ["a", " ", "b"]]) == "a b"
+    assert pdf_ocr._spaced("abc", [boxes[:2], ["a", "b"]]) == "abc"  # boxes do not match
+
+
+def _rendered_scan(tmp_path):
+    """Page 1 of a real text PDF of the corpus (proportional type) rendered at 150 dpi by
+    poppler's `pdftoppm` and stored as a scan (JPEG in a PDF, no text layer)."""
+    import shutil
+    import subprocess
+
+    from PIL import Image
+
+    if shutil.which("pdftoppm") is None:
+        pytest.skip("poppler-utils (pdftoppm) is not installed")
+    (src,) = [p for p in corpus_files("pdf") if p.name == "evolution-of-word-processor.pdf"]
+    subprocess.run(["pdftoppm", "-r", "150", "-gray", "-f", "1", "-l", "1", "-png", str(src),
+                    str(tmp_path / "page")], check=True, timeout=60)
+    (png,) = tmp_path.glob("page*.png")
+    out = tmp_path / "scan.pdf"
+    Image.open(png).convert("L").save(out, format="PDF", resolution=150)
+    return out
+
+
+@pytest.mark.corpus
+def test_tesseract_keeps_the_word_spaces_of_a_modern_scan(tmp_path, monkeypatch):
+    import shutil
+
+    if shutil.which("tesseract") is None:
+        pytest.skip("tesseract (Debian tesseract-ocr) is not installed")
+    scan = _rendered_scan(tmp_path)
+    monkeypatch.setenv(pdf_ocr.ENGINE_VARIABLE, "tesseract")
+    pdf_ocr.engine.cache_clear()
+    try:
+        doc = pdf.parse(scan.read_bytes(), source=scan.name)
+    finally:
+        pdf_ocr.engine.cache_clear()
+    text = " ".join(doc.text.split())
+    for words in ("The Evolution of the Word Processor",
+                  "The concept of the word processor predates modern computers",
+                  "Patented in 1868 by Christopher Latham Sholes, the typewriter"):
+        assert words in text, words
+    assert dict(doc.meta)["ocr"] is True
