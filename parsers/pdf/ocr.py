@@ -5,14 +5,14 @@
   and an image drawn on it covers at least `MIN_COVER` of the page (a content-stream walk
   of `cm`/`q`/`Q`/`Do`: an image is drawn as the unit square under the CTM). A page of
   text with a photo, or an empty page, is not.
-- The engine (`engine`, chosen once per process; `CHUNKWISE_OCR_ENGINE` = `auto`,
-  `tesseract` or `rapidocr`): Tesseract 5 when its `tesseract` program with English data
-  is installed (Debian `tesseract-ocr`; its TSV words grouped by its lines), else RapidOCR
-  on onnxruntime (`rapidocr-onnxruntime`, Apache-2.0, the `ocr` extra), whose models ship
-  inside its wheel, with the word spaces it drops put back from its character boxes
-  (`_spaced`). Nothing is downloaded at run time. Tesseract is preferred because it keeps
-  the words of modern proportional type apart (docs/formats-office.md: word error rate
-  1.2% against 38% on a page rendered at 150 dpi). A missing or broken engine is never an
+- The engine (`engine`, chosen once per process; `CHUNKWISE_OCR_ENGINE` = `auto` or
+  `rapidocr`, the default, or `tesseract`): RapidOCR on onnxruntime (`rapidocr-onnxruntime`,
+  Apache-2.0, the `ocr` extra), whose models ship inside its wheel, with the word spaces it
+  drops put back from its character boxes (`_spaced`); or Tesseract 5 through its
+  `tesseract` program (Debian `tesseract-ocr` with `eng`; its TSV words grouped by its
+  lines), which keeps the words of modern proportional type apart far better
+  (docs/formats-office.md: word error rate 1.2% against 38% on a page rendered at
+  150 dpi). Nothing is downloaded at run time. A missing or broken engine is never an
   exception: the document gets one warning naming the extra and the meta
   `("needs_ocr", pages)` so that an ingest report can count it.
 - The page's largest image is taken from pypdf (`page.images`), turned by the page's
@@ -52,9 +52,10 @@ MIN_SCORE = 0.5
 EXTRA = "pip install 'chunkwise[ocr]'"
 
 
-#: the engine: `auto` (Tesseract when its `tesseract` program with English data is on the
-#: PATH, else RapidOCR), `tesseract` or `rapidocr`; from the environment variable
-#: CHUNKWISE_OCR_ENGINE, read once per process
+#: the engine: `auto` or `rapidocr` (the `ocr` extra), or `tesseract` (its program with
+#: English data on the PATH); from the environment variable CHUNKWISE_OCR_ENGINE, read once
+#: per process. RapidOCR stays the default until the question sets' OCR excerpts are
+#: re-made from Tesseract's text (it reads modern scans far better, docs/formats-office.md)
 ENGINE_VARIABLE = "CHUNKWISE_OCR_ENGINE"
 #: seconds one page may take in the `tesseract` program
 TESSERACT_SECONDS = 120
@@ -65,10 +66,8 @@ def engine() -> Callable[[Any], Any] | None:
     """The OCR engine as `read(image array) -> ([(corner points, text, score)], _)`, one
     entry a line; None when no engine is installed (or it fails to load)."""
     choice = os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() or "auto"
-    if choice in ("auto", "tesseract"):
-        found = _tesseract()
-        if found is not None or choice == "tesseract":
-            return found
+    if choice == "tesseract":
+        return _tesseract()
     return _rapidocr()
 
 
@@ -150,7 +149,8 @@ SPACE_GAP = 0.28
 def _spaced(text: str, extra: list[Any]) -> str:
     """`text` with the word spaces put back where its characters' boxes (RapidOCR's
     `return_word_box`: one box per character, from the recogniser's CTC columns) stand
-    apart by `SPACE_GAP` of the line's height or more. The recogniser drops spaces between
+    apart by `SPACE_GAP` of the line's height or more, inside a run of `MIN_RUN` characters
+    or more without a space. The recogniser drops spaces between
     words of proportional type on scans with a little noise (`DateofService`); the gap is
     still in the picture. `text` as it is when the boxes do not match its characters."""
     try:
@@ -162,16 +162,29 @@ def _spaced(text: str, extra: list[Any]) -> str:
     except (TypeError, ValueError, IndexError):
         return text
     out: list[str] = []
-    last = None  # the span of the last character that is not a space
-    for ch, span in zip(chars, spans):
+    run_start = 0  # where the current run of characters without a space begins, in chars
+    for i, (ch, span) in enumerate(zip(chars, spans)):
         if ch == " ":
-            last = None
-        elif last is not None and span[0] - last[1] >= SPACE_GAP * height:
+            out.append(ch)
+            run_start = i + 1
+            continue
+        if i > run_start and span[0] - spans[i - 1][1] >= SPACE_GAP * height \
+                and _run_length(chars, run_start) >= MIN_RUN:
             out.append(" ")
-        if ch != " ":
-            last = span
         out.append(ch)
     return "".join(out)
+
+
+#: only a run of at least this many characters without a space is looked at (letter-spaced
+#: capitals, `T H E  S L E R E X E`, have wide gaps inside short words)
+MIN_RUN = 10
+
+
+def _run_length(chars: list[str], start: int) -> int:
+    end = start
+    while end < len(chars) and chars[end] != " ":
+        end += 1
+    return end - start
 
 
 # ------------------------------------------------------------------- shared objects
