@@ -5,24 +5,35 @@
   and an image drawn on it covers at least `MIN_COVER` of the page (a content-stream walk
   of `cm`/`q`/`Q`/`Do`: an image is drawn as the unit square under the CTM). A page of
   text with a photo, or an empty page, is not.
-- The engine is RapidOCR on onnxruntime (`rapidocr-onnxruntime`, Apache-2.0), whose
-  detection, orientation and recognition models ship inside its wheel: nothing is
-  downloaded at run time. It is imported lazily, once per process; a missing or broken
-  engine is never an exception: the document gets one warning naming the extra and the
-  meta `("needs_ocr", pages)` so that an ingest report can count it.
+- The engine (`engine`, chosen once per process; `CHUNKWISE_OCR_ENGINE` = `auto` or
+  `rapidocr`, the default, or `tesseract`): RapidOCR on onnxruntime (`rapidocr-onnxruntime`,
+  Apache-2.0, the `ocr` extra), whose models ship inside its wheel, with the word spaces it
+  drops put back from its character boxes (`_spaced`); or Tesseract 5 through its
+  `tesseract` program (Debian `tesseract-ocr` with `eng`; its TSV words grouped by its
+  lines), which keeps the words of modern proportional type apart far better
+  (docs/formats-office.md: word error rate 1.2% against 38% on a page rendered at
+  150 dpi). Nothing is downloaded at run time. A missing or broken engine is never an
+  exception: the document gets one warning naming the extra and the meta
+  `("needs_ocr", pages)` so that an ingest report can count it.
 - The page's largest image is taken from pypdf (`page.images`), turned by the page's
   /Rotate (a scan stored sideways and shown upright by the viewer: OCR must read it upright
   too), scaled down to `MAX_SIDE` pixels, and read; one page at a time, so memory stays at
   one image. Text boxes become lines (boxes whose vertical extents overlap by half, left to
   right) in points on the page, so the PDF parser finds paragraphs from their gaps as for a
   text layer.
-- Bounds: at most `MAX_OCR_PAGES` pages per file are read (a warning counts the rest); the
-  CLI's `--file-timeout` bounds the whole file.
+- Bounds: pages that show one image object (a scan shared by many pages) decode and read
+  it once (`image_key`); at most `MAX_OCR_PAGES` images per file are read (one warning
+  names the bound and the pages left without text); the CLI's `--file-timeout` bounds the
+  whole file.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import statistics
+import subprocess
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -41,19 +52,139 @@ MIN_SCORE = 0.5
 EXTRA = "pip install 'chunkwise[ocr]'"
 
 
+#: the engine: `auto` or `rapidocr` (the `ocr` extra), or `tesseract` (its program with
+#: English data on the PATH); from the environment variable CHUNKWISE_OCR_ENGINE, read once
+#: per process. RapidOCR stays the default until the question sets' OCR excerpts are
+#: re-made from Tesseract's text (it reads modern scans far better, docs/formats-office.md)
+ENGINE_VARIABLE = "CHUNKWISE_OCR_ENGINE"
+#: seconds one page may take in the `tesseract` program
+TESSERACT_SECONDS = 120
+
+
 @lru_cache(maxsize=1)
 def engine() -> Callable[[Any], Any] | None:
-    """The OCR engine, or None when the `ocr` extra is not installed (or fails to load)."""
+    """The OCR engine as `read(image array) -> ([(corner points, text, score)], _)`, one
+    entry a line; None when no engine is installed (or it fails to load)."""
+    choice = os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() or "auto"
+    if choice == "tesseract":
+        return _tesseract()
+    return _rapidocr()
+
+
+def _tesseract() -> Callable[[Any], Any] | None:
+    """Tesseract 5 through its program (Debian's `tesseract-ocr`, with `eng`): words with
+    their boxes as TSV, grouped into its lines; None when it is not installed."""
+    program = shutil.which("tesseract")
+    if program is None:
+        return None
+    try:
+        langs = subprocess.run([program, "--list-langs"], capture_output=True, text=True,
+                               timeout=30).stdout.split()
+    except (OSError, subprocess.SubprocessError) as e:
+        logger.debug("tesseract unusable: %s", e)
+        return None
+    if "eng" not in langs:
+        return None
+
+    def read(image: Any) -> tuple[list[Any], Any]:
+        import io
+
+        from PIL import Image
+
+        buf = io.BytesIO()
+        Image.fromarray(image).save(buf, format="PNG")
+        run = subprocess.run([program, "stdin", "stdout", "-l", "eng", "tsv"],
+                             input=buf.getvalue(), capture_output=True,
+                             timeout=TESSERACT_SECONDS, check=True)
+        return _tsv_lines(run.stdout.decode("utf-8", "replace")), None
+    return read
+
+
+def _tsv_lines(tsv: str) -> list[tuple[list[list[float]], str, float]]:
+    """Tesseract's TSV words grouped by (block, paragraph, line): each line's box corners,
+    its words joined by spaces and its mean word confidence (0-1)."""
+    lines: dict[tuple[str, str, str], list[tuple[int, int, int, int, float, str]]] = {}
+    for row in tsv.splitlines()[1:]:
+        f = row.split("\t")
+        if len(f) < 12 or f[0] != "5" or not f[11].strip():
+            continue
+        left, top, width, height, conf = int(f[6]), int(f[7]), int(f[8]), int(f[9]), float(f[10])
+        lines.setdefault((f[2], f[3], f[4]), []).append(
+            (left, top, left + width, top + height, conf, f[11].strip()))
+    out = []
+    for words in lines.values():
+        x0, y0 = min(w[0] for w in words), min(w[1] for w in words)
+        x1, y1 = max(w[2] for w in words), max(w[3] for w in words)
+        text = " ".join(w[5] for w in words)
+        score = sum(max(w[4], 0.0) for w in words) / len(words) / 100
+        out.append(([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], text, score))
+    return out
+
+
+def _rapidocr() -> Callable[[Any], Any] | None:
+    """RapidOCR (the `ocr` extra), with word spaces put back from its character boxes."""
     try:
         from rapidocr_onnxruntime import RapidOCR
     except Exception as e:  # ImportError, or a broken native dependency (cv2, onnxruntime)
         logger.debug("OCR engine unavailable: %s", e)
         return None
     try:
-        return RapidOCR()
+        rapid = RapidOCR()
     except Exception as e:  # a model that does not load is the same as no engine
         logger.debug("OCR engine failed to start: %s", e)
         return None
+
+    def read(image: Any) -> tuple[list[Any], Any]:
+        result, elapse = rapid(image, return_word_box=True)
+        return [(points, _spaced(text, extra), score)
+                for points, text, score, *extra in result or ()], elapse
+    return read
+
+
+#: a gap between two recognised characters at least this share of the line's height is a
+#: space the model left out
+SPACE_GAP = 0.28
+
+
+def _spaced(text: str, extra: list[Any]) -> str:
+    """`text` with the word spaces put back where its characters' boxes (RapidOCR's
+    `return_word_box`: one box per character, from the recogniser's CTC columns) stand
+    apart by `SPACE_GAP` of the line's height or more, inside a run of `MIN_RUN` characters
+    or more without a space. The recogniser drops spaces between
+    words of proportional type on scans with a little noise (`DateofService`); the gap is
+    still in the picture. `text` as it is when the boxes do not match its characters."""
+    try:
+        boxes, chars = extra[0], extra[1]
+        if not boxes or len(boxes) != len(chars) or "".join(chars) != text:
+            return text
+        spans = [(min(p[0] for p in b), max(p[0] for p in b)) for b in boxes]
+        height = statistics.median(max(p[1] for p in b) - min(p[1] for p in b) for b in boxes)
+    except (TypeError, ValueError, IndexError):
+        return text
+    out: list[str] = []
+    run_start = 0  # where the current run of characters without a space begins, in chars
+    for i, (ch, span) in enumerate(zip(chars, spans)):
+        if ch == " ":
+            out.append(ch)
+            run_start = i + 1
+            continue
+        if i > run_start and span[0] - spans[i - 1][1] >= SPACE_GAP * height \
+                and _run_length(chars, run_start) >= MIN_RUN:
+            out.append(" ")
+        out.append(ch)
+    return "".join(out)
+
+
+#: only a run of at least this many characters without a space is looked at (letter-spaced
+#: capitals, `T H E  S L E R E X E`, have wide gaps inside short words)
+MIN_RUN = 10
+
+
+def _run_length(chars: list[str], start: int) -> int:
+    end = start
+    while end < len(chars) and chars[end] != " ":
+        end += 1
+    return end - start
 
 
 # ------------------------------------------------------------------- shared objects
@@ -119,6 +250,36 @@ def _image_area(page: Any) -> float:
 
 
 # ---------------------------------------------------------------------------------- OCR
+def image_key(page: Any) -> Any:
+    """What OCR of the page reads, as object ids: its largest image's reference (chosen by
+    the size the image declares, without decoding it), the page's /Rotate and its shown
+    size; None when the image is not an indirect object. Pages with equal keys have the
+    same OCR lines, so a scan shared by 20 pages is decoded and read once (`ocr_pages`)."""
+    found = _largest_image_ref(page)
+    if found is None or found[1] is None:
+        return None
+    rotation = (page.get("/Rotate", 0) or 0) % 360
+    return (found[1], rotation, _shown_size(page, rotation))
+
+
+def _largest_image_ref(page: Any) -> tuple[Any, Any] | None:
+    """(name, (idnum, generation) or None) of the page's largest image XObject by its
+    declared /Width × /Height; None when the page has no image at its top level."""
+    xobjects = page["/Resources"].get_object().get("/XObject")
+    if xobjects is None:
+        return None
+    best, best_px = None, 0
+    for name, ref in xobjects.get_object().items():
+        x = ref.get_object()
+        if x.get("/Subtype") != "/Image":
+            continue
+        px = int(x.get("/Width", 0) or 0) * int(x.get("/Height", 0) or 0)
+        if px > best_px:
+            key = getattr(ref, "idnum", None)
+            best, best_px = (name, None if key is None else (key, ref.generation)), px
+    return best
+
+
 def read_page(page: Any, ocr: Callable[[Any], Any]) -> list[tuple[str, float, float, float]]:
     """The page's text lines as (text, x, y, height) in points (y up), top to bottom."""
     import numpy as np
@@ -149,6 +310,14 @@ def read_page(page: Any, ocr: Callable[[Any], Any]) -> list[tuple[str, float, fl
 
 
 def _largest_image(page: Any) -> Any:
+    """The page's largest image, decoded: the top-level one `_largest_image_ref` names
+    (only that one is decoded), else the largest pypdf finds (images inside forms)."""
+    found = _largest_image_ref(page)
+    if found is not None:
+        try:
+            return page.images[found[0]].image
+        except Exception:  # an image pypdf cannot decode: look further
+            pass
     best, best_px = None, 0
     for image in page.images:  # decoded lazily by pypdf, one at a time
         try:
@@ -189,26 +358,60 @@ def _lines(boxes: list[tuple[float, float, float, str]]) -> list[tuple[float, fl
 
 def ocr_pages(pages: list[Any], scanned: list[int], warnings: list[str],
               source: str) -> dict[int, list[tuple[str, float, float, float]]]:
-    """OCR lines of the scanned pages (indexes into `pages`), at most `MAX_OCR_PAGES`;
-    warnings for a missing engine, pages over the bound and pages that fail."""
+    """OCR lines of the scanned pages (indexes into `pages`); warnings for a missing engine,
+    pages over the bound and pages that fail. Pages showing the same image object the same
+    way (`image_key`) are read once and share its lines (or its failure); `MAX_OCR_PAGES`
+    bounds the images read, so a shared scan spends it once."""
     ocr = engine()
     if ocr is None:
         warnings.append(f"{len(scanned)} scanned page(s) without a text layer: no OCR engine "
                         f"installed ({EXTRA})")
         return {}
-    if len(scanned) > MAX_OCR_PAGES:
-        warnings.append(f"OCR read the first {MAX_OCR_PAGES} of {len(scanned)} scanned pages; "
-                        f"pages {scanned[MAX_OCR_PAGES] + 1}… left without text")
     out: dict[int, list[tuple[str, float, float, float]]] = {}
-    failed = []
-    for i in scanned[:MAX_OCR_PAGES]:
+    done: dict[Any, int | str] = {}  # image key -> the page read from it, or why it failed
+    failed, over, runs = [], [], 0
+    for i in scanned:
         try:
-            out[i] = read_page(pages[i], ocr)
-        except MemoryError:
-            raise
-        except Exception as e:  # one unreadable image costs its page only
-            logger.debug("OCR of page %d of %s: %s", i + 1, source, e)
-            failed.append(f"{i + 1} ({type(e).__name__})")
+            key = image_key(pages[i])
+        except Exception:  # resources we cannot walk: the page is read on its own
+            key = None
+        got = done.get(key) if key is not None else None
+        if isinstance(got, int):
+            out[i] = list(out[got])
+            continue
+        why = got
+        if why is None:
+            if runs >= MAX_OCR_PAGES:
+                over.append(i + 1)
+                continue
+            runs += 1
+            try:
+                out[i] = read_page(pages[i], ocr)
+            except MemoryError:
+                raise
+            except Exception as e:  # one unreadable image costs its page only
+                why = type(e).__name__
+                logger.debug("OCR of page %d of %s: %s", i + 1, source, e)
+            if key is not None:
+                done[key] = why if why is not None else i
+        if why is not None:
+            failed.append(f"{i + 1} ({why})")
+    if over:
+        warnings.append(f"OCR read {MAX_OCR_PAGES} images, the bound per file "
+                        f"(MAX_OCR_PAGES); {len(over)} of {len(scanned)} scanned pages left "
+                        f"without text (pages {page_ranges(over)})")
     if failed:
         warnings.append(f"OCR failed on {len(failed)} page(s): " + "; ".join(failed[:5]))
     return out
+
+
+def page_ranges(numbers: list[int], most: int = 5) -> str:
+    """`3-7, 9, 12-40` for sorted page numbers (the first `most` runs, then `…`)."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:most])
+    return text + (", …" if len(runs) > most else "")

@@ -335,22 +335,10 @@ def _extract_pages(reader: Any, source: str,
         warnings.append(f"text of {len(failed)} page(s) could not be extracted: "
                         + "; ".join(failed[:5]) + (" …" if len(failed) > 5 else ""))
     if over:
-        warnings.append(f"{len(over)} page(s) left out (pages {_ranges(over)}): the file's "
-                        f"content streams passed {MAX_FILE_CONTENT >> 20} MB decoded, the "
-                        f"bound per file")
+        warnings.append(f"{len(over)} page(s) left out (pages {pdf_ocr.page_ranges(over)}): "
+                        f"the file's content streams passed {MAX_FILE_CONTENT >> 20} MB "
+                        f"decoded, the bound per file")
     return pages, len(failed) + len(over)
-
-
-def _ranges(numbers: list[int], most: int = 5) -> str:
-    """`3-7, 9, 12-40` for sorted page numbers (the first `most` runs, then `…`)."""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and n == runs[-1][1] + 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:most])
-    return text + (", …" if len(runs) > most else "")
 
 
 class _OverBound(BaseException):
@@ -424,6 +412,8 @@ class _Collector:
         self.cur_pos: tuple[float, float, bool] | None = None
         self.cur_pieces: list[pdf_tables.Piece] = []
         self.pieces: list[list[pdf_tables.Piece]] = []  # per line, for `pdf_tables`
+        #: visible characters by text direction: 0 upright, 1 climbing, -1 descending
+        self.turns: Counter = Counter()
         self.rulings = pdf_tables.Rulings()
         self.text_ops = pdf_tables.TextOps(fonts)
         self.bold_cache: dict[int, bool] = {}
@@ -488,6 +478,7 @@ class _Collector:
                 self.cur_pieces.append((piece, probe))
             self.cur_sizes[eff] += visible
             self.cur_chars += visible
+            self.turns[pos[2]] += visible
             if bold:
                 self.cur_bold += visible
             if self.cur_pos is None:
@@ -500,7 +491,7 @@ class _Collector:
             if self.forms:
                 m = _mult(m, self.forms[-1])
             eff = round(float(size) * (m[2] * m[2] + m[3] * m[3]) ** 0.5, 1)
-            rotated = abs(m[1]) > abs(m[0]) + 1e-6
+            rotated = (1 if m[1] > 0 else -1) if abs(m[1]) > abs(m[0]) + 1e-6 else 0
             pos = (float(m[4]), float(m[5]), rotated)
             # a point inside the first glyph (a third of the font up from the baseline, a
             # little along it): the cell of a table that holds the fragment, however rotated
@@ -523,7 +514,8 @@ class _Collector:
         if self.cur_chars and self.cur_pos is not None:
             line.size = self.cur_sizes.most_common(1)[0][0]
             line.bold = self.cur_bold >= 0.8 * self.cur_chars
-            line.x, line.y, line.rotated = self.cur_pos
+            line.x, line.y, turn = self.cur_pos
+            line.rotated = bool(turn)
         self.lines.append(line)
         self.pieces.append(self.cur_pieces)
         self.cur_pieces = []
@@ -586,7 +578,10 @@ def _page_lines(page: Any) -> list[_Line]:
 def _with_tables(lines: list[_Line], collector: _Collector) -> list[_Line]:
     """The page's lines with each table's area replaced by one line standing for the table
     (at the place of its first line); a line partly in a table keeps its other pieces."""
-    tables, owner = pdf_tables.find_tables(collector.rulings, collector.pieces, _clean)
+    turn, most = max(collector.turns.items(), key=lambda kv: kv[1], default=(0, 0))
+    tables, owner = pdf_tables.find_tables(collector.rulings, collector.pieces, _clean,
+                                           turn=turn if most * 2 > sum(collector.turns.values())
+                                           else 0)
     if not tables:
         return lines
     out: list[_Line] = []

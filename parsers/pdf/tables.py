@@ -55,6 +55,8 @@ MAX_CELL_CHARS = 120
 MAX_MARKS = 3
 #: header rows at most
 MAX_HEADER_ROWS = 4
+#: a character spacing (`Tc`) wider than this many font sizes places each glyph on its own
+SPREAD_TC = 0.5
 #: a row-spanning cell this long or shorter is repeated over its rows
 REPEAT_SPAN_CHARS = 40
 
@@ -271,15 +273,23 @@ class TextOps:
         raw = item.original_bytes if hasattr(item, "original_bytes") else bytes(item)
         codes = ([raw[i] << 8 | raw[i + 1] for i in range(0, len(raw) - 1, 2)] if two
                  else list(raw))
-        probe = None
+        # glyphs spread apart by a character spacing wider than SPREAD_TC (a column of
+        # figures set as one string, each digit placed in its cell) each get a probe
+        each = abs(self.tc) > SPREAD_TC * (self.size or 1)
+        probe, n = None, 0
         for c in codes:
-            if probe is None and known and (two or c != 32):  # at the first visible glyph
+            visible = two or c != 32
+            if probe is None and known and visible:  # at the first visible glyph
                 x = self.advance
                 probe = _probe((m[0], m[1], m[2], m[3], m[4] + x * m[0], m[5] + x * m[1]),
                                self.size)
             self.advance += width(c) * self.size + self.tc + (self.tw if c == 32 and not two else 0)
-        n = len(codes) if two else len(codes) - codes.count(32)
-        self.queue.append((n, probe if n else None))
+            n += visible
+            if each and n:
+                self.queue.append((n, probe))
+                probe, n = None, 0
+        if not each or n:
+            self.queue.append((n, probe if n else None))
 
     def _font(self, name: str) -> tuple[bool, Callable[[int], float]] | None:
         if name not in self.cache:
@@ -488,6 +498,23 @@ def _spans(g: _Grid) -> dict[tuple[int, int], tuple[int, int, int, int]]:
     return {k: tuple(boxes[find(k)]) for k in parent}  # type: ignore[misc]
 
 
+def _turn(p: tuple[float, float], turn: int) -> tuple[float, float]:
+    """A page point in the reading frame of text climbing (`turn` 1: the top of the text is
+    to the left) or descending (-1: to the right); `_turn(_turn(p, t), -t) == p`."""
+    x, y = p
+    return (y, -x) if turn > 0 else (-y, x)
+
+
+def _turn_rule(rule: tuple[float, float, float], turn: int,
+               vertical: bool) -> tuple[float, float, float]:
+    """A page rule (coordinate, low, high) in the reading frame: vertical rules become
+    horizontal ones and horizontal ones vertical."""
+    c, lo, hi = rule
+    if vertical:  # x = c, y in [lo, hi]
+        return (-c, lo, hi) if turn > 0 else (c, -hi, -lo)
+    return (c, -hi, -lo) if turn > 0 else (-c, lo, hi)  # y = c, x in [lo, hi]
+
+
 def _locate(values: list[float], v: float, descending: bool) -> int:
     """Index i with v between values[i] and values[i + 1], else -1."""
     for i in range(len(values) - 1):
@@ -502,20 +529,32 @@ def _locate(values: list[float], v: float, descending: bool) -> int:
 Piece = tuple[str, "tuple[float, float] | None"]
 
 
-def find_tables(rulings: Rulings, lines: list[list[Piece]],
-                clean: Callable[[str], str]) -> tuple[list[Table], list[list[int]]]:
+def find_tables(rulings: Rulings, lines: list[list[Piece]], clean: Callable[[str], str], *,
+                turn: int = 0) -> tuple[list[Table], list[list[int]]]:
     """Tables of a page from its rules and its text pieces (per line, in stream order), and
-    for each line the index of the table holding each of its pieces (-1: none)."""
+    for each line the index of the table holding each of its pieces (-1: none). `turn` is
+    the direction of most of the page's text (1 climbing, -1 descending: a landscape page
+    set sideways); rules and text are then read in that reading frame (`_turn`), so that
+    printed rows stay rows, not columns."""
     owner = [[-1] * len(pieces) for pieces in lines]
     if rulings.overflow or not rulings.h or not rulings.v:
         return [], owner
     h, v = _merge(rulings.h), _merge(rulings.v)
     if len(h) * len(v) > 4_000_000:  # a drawing, not a table: bounded time
         return [], owner
+    marks = rulings.marks
+    if turn:
+        h, v = _merge([_turn_rule(r, turn, True) for r in v]), \
+            _merge([_turn_rule(r, turn, False) for r in h])
+        lines = [[(t, p and _turn(p, turn)) for t, p in pieces] for pieces in lines]
+        marks = [_turn(p, turn) for p in marks]
     tables: list[Table] = []
     for g in sorted(_grids(h, v), key=lambda g: -g.ys[0]):
-        table = _fill(g, lines, owner, len(tables), clean, rulings.marks)
+        table = _fill(g, lines, owner, len(tables), clean, marks)
         if table is not None:
+            if turn:
+                (ax, ay), (bx, by) = (_turn(p, -turn) for p in (table.bbox[:2], table.bbox[2:]))
+                table.bbox = (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
             tables.append(table)
         else:  # not a table: its pieces go back to the page
             k = len(tables)
@@ -537,12 +576,19 @@ def _fill(g: _Grid, lines: list[list[Piece]], owner: list[list[int]], k: int,
     spans = _spans(g)
     texts: dict[tuple[int, int, int, int], list[str]] = {}
     last_line: dict[tuple[int, int, int, int], int] = {}
+    # box -> [[y, x, text]]: y is the height of the piece's line (its first piece in the
+    # box), so that a rotated word, whose glyphs climb, stays on one line
+    placed: dict[tuple[int, int, int, int], list[list[Any]]] = {}
+    line_y: dict[tuple[tuple[int, int, int, int], int], float] = {}
+    box = None
     for li, pieces in enumerate(lines):
         last_in = False
         for pi, (text, probe) in enumerate(pieces):
             if probe is None:  # spaces go with the piece before them
                 if last_in and owner[li][pi] == -1:
                     owner[li][pi] = k
+                    if box is not None:
+                        placed[box][-1][2] += text
                 continue
             x, y = probe
             last_in = (owner[li][pi] == -1 and x0 - TOL <= x <= x1 + TOL
@@ -559,10 +605,71 @@ def _fill(g: _Grid, lines: list[list[Piece]], owner: list[list[int]], k: int,
                 parts.append(" ")
             last_line[box] = li
             parts.append(text)
+            placed.setdefault(box, []).append([line_y.setdefault((box, li), y), x, text])
     merged = {box: _cell_text(parts, clean) for box, parts in texts.items()}
     cells = [[merged.get(spans[r, c], "") for c in range(n_c)] for r in range(n_r)]
+    cells, spans = _split_bands(cells, spans, placed, clean)
     table = Table((x0, y0, x1, y1), cells, spans)
     return table if _render(table) else None
+
+
+def _split_bands(cells: list[list[str]], spans: dict[tuple[int, int], tuple[int, int, int, int]],
+                 placed: dict[tuple[int, int, int, int], list[list[Any]]],
+                 clean: Callable[[str], str]) -> tuple[list[list[str]], dict]:
+    """Grid rows that hold several printed rows (rules drawn every few rows) split into one
+    row per text baseline, where the columns agree (`_baselines`); other rows as they are."""
+    n_r, n_c = len(cells), len(cells[0]) if cells else 0
+    plan = [_baselines(r, n_c, spans, placed) for r in range(n_r)]
+    if not any(plan):
+        return cells, spans
+    first, at = [], 0  # the new index of each grid row's first printed row
+    for lines in plan:
+        first.append(at)
+        at += len(lines) if lines else 1
+    out_cells: list[list[str]] = []
+    out_spans: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+    for r, lines in enumerate(plan):
+        if not lines:
+            out_cells.append(cells[r])
+            for c in range(n_c):
+                r0, c0, r1, c1 = spans[r, c]
+                last = first[r1] + (len(plan[r1]) if plan[r1] else 1) - 1
+                out_spans[first[r], c] = (first[r0], c0, last, c1)
+            continue
+        for j, y in enumerate(lines):
+            row = []
+            for c in range(n_c):
+                box = spans[r, c]
+                parts = sorted((px, t) for py, px, t in placed.get(box, ())
+                               if abs(py - y) <= TOL)
+                row.append(_cell_text([t for _, t in parts], clean))
+                out_spans[first[r] + j, c] = (first[r] + j, box[1], first[r] + j, box[3])
+            out_cells.append(row)
+    return out_cells, out_spans
+
+
+def _baselines(r: int, n_c: int, spans: dict[tuple[int, int], tuple[int, int, int, int]],
+               placed: dict[tuple[int, int, int, int], list[list[Any]]]) -> list[float]:
+    """The text baselines (probe heights, top down) of grid row `r` when it is a band of
+    printed rows: no cell of it spans other grid rows, it has two baselines or more, its
+    first column with text has one line on each, and more than half of its cells with text
+    (two at least) have as many lines as it has baselines; else [] (a wrapped key beside a
+    one-line cell is one row)."""
+    boxes = list(dict.fromkeys(spans[r, c] for c in range(n_c)))
+    if any(b[0] != b[2] for b in boxes):
+        return []
+    filled = [b for b in boxes if placed.get(b)]
+    lines = _cluster([p[0] for b in filled for p in placed[b]])[::-1]
+    if len(lines) < 2 or len(filled) < 2:
+        return []
+
+    def count(b: tuple[int, int, int, int]) -> int:
+        return len(_cluster([p[0] for p in placed[b]]))
+
+    agree = sum(1 for b in filled if count(b) == len(lines))
+    if count(filled[0]) != len(lines) or agree * 2 <= len(filled) or agree < 2:
+        return []
+    return lines
 
 
 def _cell_text(parts: list[str], clean: Callable[[str], str]) -> str:
@@ -613,6 +720,8 @@ def _header_end(t: Table, top: int, n_r: int) -> int:
     while r < end and end - top <= MAX_HEADER_ROWS and end < n_r:
         for c in range(n_c):
             r0, c0, r1, c1 = t.span[r, c]
+            if r0 < top:  # a caption cell reaching down beside the header: not a header
+                continue
             end = max(end, r1 + 1)
             if c1 > c0 and t.cells[r][c] and r1 + 1 < n_r:
                 end = max(end, r1 + 2)

@@ -674,3 +674,41 @@ def test_whole_corpus_parses() -> None:
         doc = parse(path.read_bytes(), str(path))
         assert doc.text.strip() and doc.page_starts and doc.title
         assert_nested(doc)
+
+
+_PARSE_RSS = """
+import resource, sys
+from chunkwise.parsers.pdf import reader
+data = open(sys.argv[1], "rb").read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+doc = reader.parse(data, source="big.pdf")
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(grown // 1024, len(doc.page_starts))
+"""
+
+
+@pytest.mark.corpus
+def test_memory_does_not_grow_with_page_count(tmp_path) -> None:
+    """Issue 41: 60 and 480 real pages (the IRS manual's, each copy with a content stream of
+    its own, `tests/bench/big_pdf.py`): the parse's peak memory grows by a few MB with 8
+    times the pages (measured 3 and 11 MB; 2,000 pages through the CLI peak at 168 MB, docs/
+    formats-office.md), so nothing holds every page's layout or decoded streams past the text.
+    A guard: 48 MB more for 420 more pages would be about 115 kB a page."""
+    from importlib import util
+
+    spec = util.spec_from_file_location(
+        "big_pdf", str(FIXTURES.parent / "tests" / "bench" / "big_pdf.py"))
+    big_pdf = util.module_from_spec(spec)
+    spec.loader.exec_module(big_pdf)
+    (src,) = [p for p in corpus_files("pdf") if p.name.startswith("irs-irm-")]
+    grown = {}
+    for n in (60, 480):
+        path = tmp_path / f"big{n}.pdf"
+        big_pdf.main(str(src), n, str(path))
+        run = subprocess.run([sys.executable, "-c", _PARSE_RSS, str(path)], capture_output=True,
+                             text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        mb, pages = map(int, run.stdout.split())
+        assert pages == n
+        grown[n] = mb
+    assert grown[480] - grown[60] < 48, grown

@@ -90,3 +90,52 @@ def test_camelot_corpus_tables():
     # the scanned files have no text layer: no table, no error
     for name in ("docling__scanned__sample_with_rotation_mismatch.pdf",):
         assert not _tables(_parse(files[name]))
+
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "pdf"  # provenance: SOURCES.md there
+TENNESSEE = ("| Tennessee | 9,509 | 28,815 | 24,023 | 0 | 1,300 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 17 "
+             "| 1 | 5 |  |  | 0 | 0 | 0 | 0 | 0 | 0 | 63,670 |")
+
+
+def _row(doc, first_cell):
+    (t, rows), = _tables(doc)
+    found = [doc.text[r.start:r.end] for r in rows
+             if doc.text[r.start:r.end].startswith(f"| {first_cell} |")]
+    assert len(found) == 1, [doc.text[r.start:r.end][:40] for r in rows]
+    return t, rows, found[0]
+
+
+@pytest.mark.parametrize("name", ["nics-background-checks-2015-11.pdf",
+                                  "nics-background-checks-2015-11-rotated.pdf"])
+def test_rules_every_five_rows_give_one_row_per_state(name):
+    """Issue 41: the NICS table draws a rule every five states, so one grid row held five
+    states and their figures interleaved (`Tennessee Texas Utah Vermont Virgin Islands |
+    9,509 21,550 …`); each figure is one string spread by a character spacing of 4.1 em, so
+    digits landed in the cell of their first glyph (`06 | 3,670` for `0 | 63,670`). Now one
+    row per baseline, each glyph in its own cell, the header (not the first state) as the
+    context. The `/Rotate 90` copy reads the same."""
+    doc = _parse(DATA / name)
+    t, rows, tennessee = _row(doc, "Tennessee")
+    assert tennessee == TENNESSEE
+    assert len(rows) == 56  # 50 states, DC, 4 territories, and the totals
+    assert t.context.split(" | ")[1:4] == ["Permit", "Handgun", "Long Gun"]
+    assert "Alabama" not in t.context
+    assert _row(doc, "Texas")[2].endswith("| 5,748 | 5,331 | 21 | 1 | 2 | 1 |  |  | 42 | 36 "
+                                          "| 4 | 1 | 5 | 0 | 146,982 |")
+    assert _row(doc, "Totals")[2].endswith("| 2,236,457 |")
+    chunk = next(c for c in Chunker(max_tokens=256).chunk_document(doc) if TENNESSEE in c.text)
+    assert t.context in chunk.context or "Permit: 9,509" in chunk.view
+
+
+@pytest.mark.parametrize("name", ["camelot__anticlockwise_table_1.pdf",
+                                  "camelot__clockwise_table_1.pdf"])
+def test_a_table_set_sideways_is_read_as_printed(name):
+    """Issue 41: a landscape table set sideways on a portrait page came out transposed (each
+    printed row a column: `| Fasting Blood Sugar … | Women Men | 2391 1645 | …`). The page's
+    text direction turns the rules and the text into its reading frame first."""
+    doc = _parse(DATA / name)
+    t, rows, kerala = _row(doc, "Kerala")
+    assert kerala == "| Kerala | 5738 | 6633 | 8864 | 8297 | 245 | 2161 | 3195 | 1645 | 2391 |"
+    assert t.context.startswith("| State | Nutritional Assessment (No. of individuals) 1975-79 |")
+    assert t.context.endswith("| Fasting Blood Sugar (No. of adults: 2011-12) Women |")
+    assert len(rows) == 11 and doc.text[rows[-1].start:rows[-1].end].startswith("| Pooled |")
