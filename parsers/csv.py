@@ -38,6 +38,7 @@ from typing import Iterator
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
 from chunkwise.text.splitting import LINES, SENTENCES, WORDS
+from chunkwise.text.tables import table_facts
 from chunkwise.text.textio import decode
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,10 @@ def parse(data: bytes, *, source: str) -> ParsedDocument:
     else:
         header, rows = _synthesised(columns, dialect.delimiter), records
     context = header if len(header) <= _MAX_CONTEXT else ""
-    sections = [Section(records[0][0], records[-1][1], LEVEL_TABLE, "table", (name,), context)]
+    nl = text.find("\n")  # without a context, the table's first line heads it
+    facts = table_facts(dialect.delimiter, context or text[:nl if nl != -1 else len(text)])
+    sections = [Section(records[0][0], records[-1][1], LEVEL_TABLE, "table", (name,), context,
+                        facts)]
     cells = _CellBudget(text, dialect, name)
     if has_header and rows:  # its own section, so a wide header is split between its cells
         sections.append(Section(head_start, head_end, LEVEL_ROW, "header", (name,)))

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunkwise.chunking.structure import build_tree
 from chunkwise.chunking.api import Chunker, parse_bytes
 from chunkwise.chunking.fitter import Fitter, Policy
 from chunkwise.sizing.sizers import Sizer, get_sizer
@@ -24,7 +25,7 @@ FILES = ["fastapi__features.md", "mkdocs-material__reference__data-tables.md",
 def test_pieces_count_exactly_within_the_budget(fixture, name, budget):
     doc = parse_bytes((FIXTURES / fixture).read_bytes(), source=fixture)
     sizer = get_sizer(name)
-    pieces = Fitter(sizer, budget).fit(doc)
+    pieces = Fitter(sizer, budget).fit(doc, build_tree(doc))
     assert pieces
     for p in pieces:
         text = doc.text[p.start:p.end]
@@ -39,7 +40,7 @@ def test_fitting_encodes_the_document_about_once(monkeypatch, tiktoken_encoded):
     tiktoken_builder.cache_clear()  # rebuild with the counting methods
     try:
         doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
-        pieces = Fitter(get_sizer("cl100k_base"), 256).fit(doc)
+        pieces = Fitter(get_sizer("cl100k_base"), 256).fit(doc, build_tree(doc))
     finally:
         monkeypatch.undo()
         tiktoken_builder.cache_clear()
@@ -54,7 +55,7 @@ def test_a_split_paragraph_is_cut_into_even_pieces_not_a_small_tail():
     doc = parse_bytes((sentence * 10).encode(), source="p.txt")
     sizer = get_sizer("cl100k_base")
     one = sizer.count(sentence.strip())
-    pieces = Fitter(sizer, 3 * one + 2).fit(doc)
+    pieces = Fitter(sizer, 3 * one + 2).fit(doc, build_tree(doc))
     counts = [doc.text[p.start:p.end].count("fox") for p in pieces]
     assert sum(counts) == 10 and max(counts) <= 3
     assert len(pieces) == 4 and max(counts) - min(counts) <= 1, counts
@@ -82,7 +83,7 @@ def test_wrapped_prose_is_cut_at_sentence_ends_not_at_line_ends():
     from chunkwise.text.sentences import sentence_spans
 
     doc = parse_bytes((FIXTURES / "alice-in-wonderland.txt").read_bytes(), source="a.txt")
-    pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
+    pieces = Fitter(get_sizer("minilm"), 64).fit(doc, build_tree(doc))
     cuts = _leaf_cuts(doc, pieces)
     at_sentence = 0
     for leaf, p in cuts:
@@ -101,7 +102,7 @@ def test_code_is_still_cut_at_line_ends():
     lines = [f"    value_{i} = compute(item_{i}). Then store it in slot {i}. Done now." for i in range(40)]
     doc = parse_bytes(("# Code\n\n```python\n" + "\n".join(lines) + "\n```\n").encode(),
                       source="c.md")
-    pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
+    pieces = Fitter(get_sizer("minilm"), 64).fit(doc, build_tree(doc))
     cuts = _leaf_cuts(doc, pieces)
     assert len(cuts) > 5
     for _, p in cuts:
@@ -114,7 +115,7 @@ def test_a_heading_stays_with_indented_content_that_must_be_split():
     code = "\n".join(f"    result_{i} = compute(step={i}, retries=3)" for i in range(40))
     text = f"## Usage\n\n{code}\n"
     doc = parse_bytes(text.encode(), source="u.md")
-    pieces = Fitter(get_sizer("minilm"), 64).fit(doc)
+    pieces = Fitter(get_sizer("minilm"), 64).fit(doc, build_tree(doc))
     assert len(pieces) > 2
     assert "result_0" in text[pieces[0].start:pieces[0].end]
 
@@ -149,7 +150,7 @@ def test_character_split_of_a_long_dense_line_counts_spans_near_its_pieces():
 
     spy = Sizer("spy", count, lambda texts: [count(t) for t in texts], real.overhead)
     doc = parse_bytes(text.encode(), source="long.py")
-    pieces = Fitter(spy, 256).fit(doc)
+    pieces = Fitter(spy, 256).fit(doc, build_tree(doc))
     assert all(p.tokens <= 256 for p in pieces) and len(pieces) > 50
     mean_piece = sum(p.end - p.start for p in pieces) / len(pieces)
     assert sum(counted) < 12 * mean_piece * len(pieces)
@@ -173,7 +174,7 @@ def test_a_paragraph_too_long_for_the_character_cap_is_never_counted_whole(name,
     text = "intro words here\n\n" + "x" * 300_000 + "\n\nlast words"
     doc = parse_bytes(text.encode(), source="run.txt")
     fitter = Fitter(get_sizer(name), 64)
-    pieces = fitter.fit(doc)
+    pieces = fitter.fit(doc, build_tree(doc))
     assert max(counted) <= fitter.budget.max_chars
     assert all(p.end - p.start <= fitter.budget.max_chars for p in pieces)
     for p in pieces:
@@ -205,7 +206,7 @@ def _words(rng, size: int) -> str:
 
 def _plan(doc, name, budget):
     return [(p.start, p.end, p.context, p.tokens, p.kinds, p.meta)
-            for p in Fitter(get_sizer(name), budget).fit(doc)]
+            for p in Fitter(get_sizer(name), budget).fit(doc, build_tree(doc))]
 
 
 @settings(max_examples=60, deadline=None)
@@ -255,7 +256,7 @@ def test_a_long_line_of_words_is_never_all_units_at_once():
     text = " ".join(rng.choices(vocabulary, k=100_000))
     doc = parse_bytes(text.encode(), source="line.txt")
     policy = _UnitsPolicy()
-    pieces = Fitter(get_sizer("cl100k_base"), 512, policy=policy).fit(doc)
+    pieces = Fitter(get_sizer("cl100k_base"), 512, policy=policy).fit(doc, build_tree(doc))
     assert max(policy.packed) < 50_000
     assert pieces[0].start == 0 and pieces[-1].end == len(text.rstrip())
     assert all(p.end < q.start for p, q in zip(pieces, pieces[1:]))

@@ -809,6 +809,7 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
     from chunkwise.chunking.fitter import Budget
     from chunkwise.sizing.sizers import Sizer, get_sizer
     from chunkwise.chunking.strategies import NoOptions, Setup, simple
+    from chunkwise.chunking.structure import build_tree
 
     rng = random.Random(5)
     vocabulary = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(999)]
@@ -822,7 +823,8 @@ def test_baselines_never_count_all_the_words_of_a_long_line_at_once(strategy):
     spy = Sizer("spy", real.count, count_many, real.overhead)
     doc = parse_bytes(text.encode(), source="line.txt")
     setup = Setup(spy, "cl100k_base", 0)
-    plan = getattr(simple, strategy)(setup, NoOptions()).plan(doc, Budget.of(512))
+    plan = getattr(simple, strategy)(setup, NoOptions()).plan(doc, Budget.of(512),
+                                                              build_tree(doc))
     assert max(batches) < 50_000
     assert plan[0].start == 0 and plan[-1].end == len(text)
     assert all(p.end < q.start for p, q in zip(plan, plan[1:]))
@@ -845,8 +847,9 @@ def test_a_documents_section_tree_is_built_once(strategy, monkeypatch):
         raise AssertionError("a second tree")
 
     monkeypatch.setattr(api, "build_tree", counted)
-    for module in (fitter, base, semantic):
-        monkeypatch.setattr(module, "build_tree", refused)
+    # the fitter and the section index take the root, required: they have no tree to build
+    assert not hasattr(fitter, "build_tree") and not hasattr(base, "build_tree")
+    monkeypatch.setattr(semantic, "build_tree", refused)  # (its `trace` of a document only)
     extra = {"embedder": bag_of_words} if strategy == "semantic" else {}
     chunker = Chunker(strategy=strategy, max_tokens=64, **extra)
     paths = [FIXTURES / name for name in ("fastapi__fastapi__concurrency.py",

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunkwise.chunking.structure import build_tree
 from chunkwise.sizing.sizers import Sizer, get_sizer, minilm_tokenizer_path
 from chunkwise.sizing.tokenindex import SpanCounter, embed_counter, span_counter
 
@@ -304,10 +305,10 @@ def test_tiktoken_index_leaves_a_long_run_unencoded(monkeypatch, tiktoken_encode
     doc = parse_bytes(b"Some words first.\n\n" + b"x" * 100_000 + b"\n\nAnd after.", source="r.txt")
     monkeypatch.setattr(ti, "_GAP", 4096)
     fitter = Fitter(get_sizer("cl100k_base"), 64)
-    pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc)]
+    pieces = [(p.start, p.end, p.context, p.tokens) for p in fitter.fit(doc, build_tree(doc))]
     assert max(tiktoken_encoded) <= fitter.budget.max_chars and len(pieces) > 100
     monkeypatch.setattr(ti, "_GAP", 1 << 40)  # no gap: the whole run is encoded
-    full = Fitter(get_sizer("cl100k_base"), 64).fit(doc)
+    full = Fitter(get_sizer("cl100k_base"), 64).fit(doc, build_tree(doc))
     assert max(tiktoken_encoded) > 100_000
     assert pieces == [(p.start, p.end, p.context, p.tokens) for p in full]
 

@@ -188,3 +188,77 @@ def test_query_expand_section_returns_the_section_around_the_hit(tmp_path):
         assert "".join(w.text.split()) == "".join(text[x["start"]:x["end"]].split())
         grew += x["expanded"] > 1
     assert grew
+
+
+# -- the views package: a registry of classes, the parsers' facts ---------------------------
+def test_every_declared_view_is_registered_for_the_kind_declared():
+    from chunkwise.chunking.api import parse_file as parse
+    from chunkwise.chunking.views import DECLARED, VIEWS
+
+    seen = set()
+    for name in ["538__trump-poll-tweets.csv", "fastapi__fastapi__background.py",
+                 "mkdocs-material__reference__data-tables.md"]:
+        for kind, view in parse(FIXTURES / name).views:
+            assert view in DECLARED and VIEWS[view].name == view
+            assert kind == "*" or not VIEWS[view].kinds or kind in VIEWS[view].kinds
+            seen.add(view)
+    assert seen == set(DECLARED)
+    for view in VIEWS.values():  # every variant renders a declared view
+        assert view.stands_for in DECLARED
+
+
+def test_a_new_view_is_one_class_and_one_row(monkeypatch):
+    from chunkwise.chunking import views as views_module
+    from chunkwise.chunking.views import BaseView
+
+    class Shout(BaseView):
+        name, stands_for, about = "code-shout", "code", "the text in capitals"
+
+        def render(self, piece, doc, tree, within=None):
+            return piece.context, doc.text[piece.start:piece.end].upper()
+
+    monkeypatch.setitem(views_module.VIEWS, "code-shout", Shout())
+    path = FIXTURES / "fastapi__fastapi__background.py"
+    chunks = Chunker(views="code-shout").chunk_file(path)
+    assert chunks and all(c.view == c.text.upper() for c in chunks if c.text != c.text.upper())
+    assert all(c.tokens == Chunker().sizer.count(c.embed_text) for c in chunks)
+
+
+def test_parsers_write_table_and_doc_line_facts_kept_out_of_chunks():
+    from chunkwise.chunking.api import parse_file as parse
+    from chunkwise.model import VIEW_FACTS
+
+    csv_doc = parse(FIXTURES / "538__trump-poll-tweets.csv")
+    table = next(s for s in csv_doc.sections if s.kind == "table")
+    facts = dict(table.meta)
+    assert facts["delimiter"] == ","
+    assert facts["header_cells"] == ("id", "created_at", "text")
+    md = parse(FIXTURES / "mkdocs-material__reference__data-tables.md")
+    tables = [dict(s.meta) for s in md.sections if s.kind == "table"]
+    assert tables and all(t["delimiter"] == "|" and t["header_cells"] for t in tables)
+    py = parse(FIXTURES / "fastapi__fastapi__background.py")
+    defs = [dict(s.meta) for s in py.sections if s.kind in ("class", "method", "function")]
+    assert defs and all(d["line_comment"] == "#" and d["docstrings"] is True for d in defs)
+    swift = parse(FIXTURES / "Alamofire__RedirectHandler.swift")  # `//` comments: nothing said
+    assert not any(set(VIEW_FACTS) & set(dict(s.meta)) for s in swift.sections)
+    for name in ["538__trump-poll-tweets.csv", "fastapi__fastapi__background.py",
+                 "mkdocs-material__reference__data-tables.md"]:
+        for c in Chunker().chunk_file(FIXTURES / name):
+            assert not set(VIEW_FACTS) & (set(c.meta) - {"delimiter"})
+            assert c.meta.get("delimiter") == dict(parse(FIXTURES / name).meta).get("delimiter")
+
+
+def test_no_module_of_the_chunking_room_names_a_format():
+    import re
+    from pathlib import Path
+
+    import chunkwise.chunking
+    from chunkwise.parsers import MODULES
+
+    room = Path(chunkwise.chunking.__file__).parent
+    # ("text" is a word too: the API's `chunk_text` defaults to it, and an LLM answer's key)
+    names = re.compile("|".join(f'"{re.escape(f)}"' for f in MODULES if f != "text"))
+    found = [f"{p.relative_to(room)}:{n}" for p in sorted(room.rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1)
+             if names.search(line)]
+    assert found == []

@@ -57,6 +57,7 @@ from chunkwise.model import ParsedDocument
 from chunkwise.parsers.code import python
 from chunkwise.parsers.code.headers import HEADERS
 from chunkwise.parsers.code.walk import CHUNK_STARTS, CodeBuilder, Lang, syntax_errors
+from chunkwise.text.doclines import doc_facts
 from chunkwise.text.textio import declared_encoding, decode
 
 if TYPE_CHECKING:
@@ -275,7 +276,10 @@ def parse(data: bytes, *, source: str, language: str) -> ParsedDocument:
                         "boundaries is kept as plain text")
     name = PurePath(source).name
     return ParsedDocument(source=source, format=language, text=text,
-                          sections=tuple(builder.sections), title=name,
+                          sections=tuple(doc_facts(builder.sections,
+                                                   line_comment=lang.line_comment,
+                                                   docstrings=lang.dialect == "python")),
+                          title=name,
                           path_in_context=False, context=_file_comment(lang, name),
                           warnings=tuple(warnings), meta=(("language", language),),
                           views=lang.views, headers=HEADERS, chunk_starts=CHUNK_STARTS)

@@ -24,6 +24,7 @@ from typing import Callable
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
+from chunkwise.text.tables import PIPE, first_pipe_line, table_facts
 from chunkwise.text.textio import decode
 
 _FRONT_MATTER = re.compile(r"(---|\+\+\+)[ \t]*\n(.*?\n)?(---|\.\.\.|\+\+\+)[ \t]*(\n|$)", re.S)
@@ -206,7 +207,9 @@ def _sections(tokens, offsets: list[int], text: str, root: tuple[str, ...], *,
             tops.append(len(blocks))
             blocks.append(Section(start, end, _LEVEL_BLOCK, kind, path,
                                   _block_context(tok, kind, text, start)
-                                  if kind in _CONTEXT_KINDS else ""))
+                                  if kind in _CONTEXT_KINDS else "",
+                                  table_facts(PIPE, first_pipe_line(text, start, end))
+                                  if kind == "table" else ()))
             if kind in _CHILD_KINDS:
                 blocks += _children(tokens, levels, i, close, offsets, path)
         i = close + 1

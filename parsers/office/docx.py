@@ -67,6 +67,7 @@ from typing import Any, Callable, Iterator
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
+from chunkwise.text.tables import PIPE, table_facts
 
 from .ooxml import NS, Package
 
@@ -845,7 +846,7 @@ def _render(blocks: list[Block], root: tuple[str, ...]) -> tuple[str, list[Secti
             body = "\n".join(lines)
             context = lines[0] if len(lines) > 1 else ""
             sections.append(Section(start, start + len(body), _LEVEL_BLOCK, "table", path,
-                                    context))
+                                    context, table_facts(PIPE, lines[0])))
             if len(lines) > 1:
                 at = start
                 for i, line in enumerate(lines):

@@ -61,6 +61,7 @@ from typing import Any, Callable, Iterator
 
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
+from chunkwise.text.tables import PIPE, table_facts
 
 from .ooxml import NS, Package
 
@@ -300,7 +301,8 @@ def _table(block: _Block, tbl: Any) -> None:
     width = max(len(r) for r in rows)
     texts = ["| " + " | ".join(r + [""] * (width - len(r))) + " |" for r in rows]
     lines = [block.line(t) for t in texts]
-    block.add(lines[0][0], lines[-1][1], LEVEL_TABLE, "table", texts[0])
+    block.add(lines[0][0], lines[-1][1], LEVEL_TABLE, "table", texts[0],
+              table_facts(PIPE, texts[0]))
     if len(lines) > 1:
         block.add(*lines[0], LEVEL_ROW, "header")
     for n, (start, end) in enumerate(lines[1:], 1):

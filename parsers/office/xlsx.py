@@ -81,6 +81,7 @@ from typing import Any, Iterator
 from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument, Section
 from chunkwise.text.splitting import SENTENCES, WORDS, RegexSplitter
+from chunkwise.text.tables import PIPE, first_pipe_line, table_facts
 
 from .ooxml import Package, refuse_dtd
 
@@ -1053,7 +1054,9 @@ class _Writer:
         header = lines[0][1] if h else _synthesised(cols)
         r1, c1, r2, c2 = block.box
         meta = (("cell_range", f"{column_letters(c1)}{r1}:{column_letters(c2)}{r2}"),
-                ("header", "detected" if h else "synthesised"))
+                ("header", "detected" if h else "synthesised"),
+                *table_facts(PIPE, header if not h and len(header) <= _MAX_CONTEXT
+                             else first_pipe_line(text, table_start - start, len(text))))
         self.sections.append(Section(table_start, end, LEVEL_TABLE, "table", path,
                                      header if len(header) <= _MAX_CONTEXT else "", meta))
         pos = table_start

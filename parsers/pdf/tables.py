@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from chunkwise.model import Section
+from chunkwise.text.tables import PIPE, first_pipe_line, table_facts
 
 logger = logging.getLogger(__name__)
 
@@ -762,7 +763,10 @@ def sections(t: Table, start: int, path: tuple[str, ...], level: int) -> list[Se
     a `header` section over the header line and a `row` section per data row, one level
     below (rows are what the fitter packs; `views` renders them as `column: value`)."""
     end = start + len(text_of(t))
-    out = [Section(start, end, level, "table", path, t.header, (("columns", len(t.cells[0])),))]
+    text = text_of(t)  # its rows are pipe rows: the views label them with its header's cells
+    facts = table_facts(PIPE, first_pipe_line(text, 0, len(text)))
+    out = [Section(start, end, level, "table", path, t.header,
+                   (("columns", len(t.cells[0])), *facts))]
     pos = start + len(t.header)
     out.append(Section(start, pos, level - 5, "header", path))
     for n, row in enumerate(t.rows, 1):

@@ -15,6 +15,14 @@ def embed_text(context: str, body: str) -> str:
     return f"{context}\n\n{body}" if context else body
 
 
+#: section meta keys that are format facts for the chunker's views, written by the parser
+#: that knows them and never copied into a chunk's meta (`merge_meta`): a table's
+#: `delimiter` and `header_cells` (`chunkwise.text.tables.table_facts`), how a code
+#: definition's documentation is written (`line_comment`, `docstrings`:
+#: `chunkwise.text.doclines.doc_facts`)
+VIEW_FACTS = ("delimiter", "header_cells", "line_comment", "docstrings")
+
+
 @dataclass(frozen=True, slots=True)
 class Section:
     """A structural unit of a document, as a parser reports it.

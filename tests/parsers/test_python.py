@@ -83,8 +83,9 @@ def test_sections_kinds_paths_and_meta():
     (func,) = _by_kind(doc, "function")
     assert _text(doc, func).startswith("# about f\n@decorator\ndef f(")  # comment + decorator
     assert func.path == ("f",) and func.context == "def f(a, *, b: int = 1) -> int:"
+    # (and how Python writes documentation, for the `code-doc` view: `VIEW_FACTS`)
     assert dict(func.meta) == {"symbol": "f", "kind": "function", "line_start": 9,
-                               "line_end": 17}
+                               "line_end": 17, "line_comment": "#", "docstrings": True}
     (cls,) = _by_kind(doc, "class")
     assert cls.path == ("Parser",) and cls.context == "class Parser(Base):"
     methods = {s.path: s for s in _by_kind(doc, "method")}

@@ -228,21 +228,21 @@ class Chunker:
 
 
 def _check_views(views: str) -> frozenset[str]:
-    from .views import DEFAULT_VIEWS, VARIANTS, VIEWS
+    from .views import DECLARED, DEFAULT_VIEWS, VIEWS
 
     if not isinstance(views, str):
         raise ConfigError(f"views must be a string, got {views!r}")
     if views == "default":
         return frozenset(DEFAULT_VIEWS)
     if views == "all":
-        return frozenset(VIEWS)
+        return frozenset(DECLARED)
     if views == "none":
         return frozenset()
     names = {v.strip() for v in views.split(",") if v.strip()}
-    unknown = sorted(names - set(VIEWS) - set(VARIANTS))
+    unknown = sorted(names - set(VIEWS))
     if unknown:
         raise ConfigError(f"unknown view(s) {', '.join(unknown)}; known: default, all, none, "
-                          f"{', '.join(VIEWS)}")
+                          f"{', '.join(DECLARED)}")
     return frozenset(names)
 
 

@@ -26,8 +26,8 @@ from ..model import Chunk, ParsedDocument, embed_text
 from ..sizing.sizers import MAX_CHARS_PER_TOKEN, Sizer
 from ..sizing.tokenindex import embed_counter
 from ..text.textio import LineCounter
-from .structure import Node
-from .views import apply_views, chain_of, parent_of
+from .structure import Node, chain_of, parent_of
+from .views import apply_views
 from .work import Budget, Piece
 
 

@@ -42,7 +42,7 @@ from ..sizing.sizers import Sizer
 from ..sizing.tokenindex import SpanCounter, span_counter
 from ..text.splitting import (LINED_LEVELS, PROSE_LEVELS, Splitter, is_prose, iter_cuts, join_marks,
                               longest_fit, trim)
-from .structure import Node, build_tree
+from .structure import Node
 from .work import (STRUCTURAL_KINDS, Budget, Candidate, Contexts, Cuts, Emit, Frame, Piece,
                    Policy, SplitChars, SplitNode, SplitText, Unit, Work, held_kinds,
                    lead_context, merge_meta)
@@ -81,9 +81,9 @@ class Fitter:
         self.enough = int(self.budget.tokens * NEAR_MISS) + sizer.overhead
 
     # -- public -------------------------------------------------------------------------
-    def fit(self, doc: ParsedDocument, root: Node | None = None) -> list[Piece]:
-        """Plan the chunks of a document by its section tree, in document order."""
-        root = root or build_tree(doc)
+    def fit(self, doc: ParsedDocument, root: Node) -> list[Piece]:
+        """Plan the chunks of a document by its section tree (`build_tree(doc)`), in
+        document order."""
         frame = _Tree(doc, self, root)
         return self._drive(frame, [SplitNode(root, (root,))])
 

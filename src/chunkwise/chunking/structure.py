@@ -35,8 +35,10 @@ glued to another header (a class's first method) makes a run of headers, each wi
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ..model import ParsedDocument, Section
 from ..text.splitting import MAX_MARK, SENTENCES, is_mark, trim
@@ -264,3 +266,40 @@ def walk(root: Node) -> Iterator[tuple[Node, int]]:
         node, depth = todo.pop()
         yield node, depth
         todo.extend((c, depth + 1) for c in reversed(node.children))
+
+
+def chain_of(root: Node, start: int, end: int,
+             starts: dict[int, list[int]] | None = None) -> list[Node]:
+    """The sections holding [start, end), from the document's root down (`build_tree`'s
+    nodes: children sorted by start, not overlapping). `starts` caches each node's
+    children's starts between calls (one dict per document)."""
+    chain = [root]
+    node = root
+    while node.children:
+        kids = node.children
+        if starts is None:
+            firsts = [c.start for c in kids]
+        else:
+            firsts = starts.get(id(node))
+            if firsts is None:
+                firsts = starts[id(node)] = [c.start for c in kids]
+        i = bisect_right(firsts, start) - 1
+        if i < 0 or not (kids[i].start <= start and end <= kids[i].end):
+            break
+        node = kids[i]
+        chain.append(node)
+    return chain
+
+
+def parent_of(chain: Sequence[Node], start: int, end: int, text: str) -> Node:
+    """The smallest section of `chain` that holds more than the chunk [start, end) (more
+    than whitespace around it): the section to return for small-to-big retrieval."""
+    for node in reversed(chain):
+        # A search, not a slice: the root spans the whole document, and slicing it for
+        # every chunk made a long document quadratic (a 25 MB JSON array: 136 s).
+        if _NONSPACE.search(text, node.start, start) or _NONSPACE.search(text, end, node.end):
+            return node
+    return chain[0]
+
+
+_NONSPACE = re.compile(r"\S")

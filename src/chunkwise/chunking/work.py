@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
 
-from ..model import ParsedDocument, embed_text
+from ..model import VIEW_FACTS, ParsedDocument, embed_text
 from ..sizing.sizers import MAX_CHARS_PER_TOKEN, Sizer, limit_tokens
 from .structure import Node
 
@@ -205,7 +205,7 @@ class Contexts:
 def merge_meta(chain: tuple[Node, ...], run: Iterable[Node]) -> dict[str, Any]:
     """The metadata of a chunk: its chain's, then, for a run of sections, `*_start` the
     least, `*_end` the greatest of the run's own (not the parent's: its span holds more than
-    the run) and other keys the first."""
+    the run) and other keys the first; never the parsers' facts for the views (`VIEW_FACTS`)."""
     meta: dict[str, Any] = {}
     for node in chain:
         meta.update(node.meta)
@@ -219,6 +219,9 @@ def merge_meta(chain: tuple[Node, ...], run: Iterable[Node]) -> dict[str, Any]:
             else:
                 meta.setdefault(key, value)
     meta.update(spans)
+    for key in VIEW_FACTS:  # (a parser's facts for the views, not the chunk's)
+        if key in meta:
+            del meta[key]
     return meta
 
 

@@ -54,7 +54,7 @@ class Structure:
     def __init__(self, sizer: Sizer) -> None:
         self.sizer = sizer
 
-    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node) -> list[Piece]:
         return Fitter(self.sizer, budget).fit(doc, root)
 
 

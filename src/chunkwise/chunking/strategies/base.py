@@ -16,7 +16,7 @@ from ..fitter import (Budget, Candidate, Contexts, Fitter, Piece, Policy, Unit, 
 from ...model import ParsedDocument, embed_text
 from ...sizing.sizers import Sizer
 from ...text.splitting import Splitter, trim
-from ..structure import Node, build_tree
+from ..structure import Node
 
 
 class SectionIndex:
@@ -25,11 +25,10 @@ class SectionIndex:
     its own; they need not tile the text (whitespace between them is in none)."""
 
     def __init__(self, doc: ParsedDocument, sizer: Sizer, budget: Budget, *,
-                 root: Node | None = None) -> None:
+                 root: Node) -> None:
         self.doc, self.text, self.sizer, self.budget = doc, doc.text, sizer, budget
         self.contexts = Contexts(sizer, budget, at_line=False)
         self.chains: list[tuple[Node, ...]] = []
-        root = root or build_tree(doc)
         todo = [(root, (root,))]
         while todo:  # depth first, in document order
             node, chain = todo.pop()

@@ -26,7 +26,7 @@ from ...sizing.sizers import Sizer
 from ...text.splitting import LINES, SENTENCES, WORDS, is_prose, trim
 from .spec import NoOptions, Setup
 from .base import SectionIndex, pack_span
-from ..structure import Node, build_tree
+from ..structure import Node
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +93,7 @@ class LLMStrategy:
         #: `fallback: <reason>` count per refused answer
         self.stats: Counter = Counter()
 
-    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
-        root = root or build_tree(doc)
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node) -> list[Piece]:
         fallback = Fitter(self.sizer, budget).fit(doc, root)
         index = SectionIndex(doc, self.sizer, budget, root=root)
         limit = budget.tokens

@@ -244,8 +244,7 @@ class SemanticStrategy:
         return SemanticTrace(tuple(spans), distances, scores, limit, breaks, self.threshold,
                              self.amount, tuple(leaves)), prose
 
-    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
-        root = root or build_tree(doc)
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node) -> list[Piece]:
         trace, prose = self._trace(doc, root)
         self._remember(self._key(doc), trace)
         policy = _SemanticPolicy(doc.text, self.sizer, budget, {id(n) for n in prose},

@@ -31,7 +31,7 @@ class Packed:
     def __init__(self, sizer: Sizer, levels: Sequence[Splitter]) -> None:
         self.sizer, self.levels = sizer, tuple(levels)
 
-    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node) -> list[Piece]:
         return pack_span(SectionIndex(doc, self.sizer, budget, root=root), self.levels, 0,
                          len(doc.text))
 
@@ -55,8 +55,8 @@ class Fixed:
     def __init__(self, sizer: Sizer, tokenizer: str, overlap: int) -> None:
         self.sizer, self.tokenizer, self.overlap = sizer, tokenizer, overlap
 
-    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
-        return plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap, root)
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node) -> list[Piece]:
+        return plan_fixed(doc, self.sizer, self.tokenizer, budget, self.overlap, root=root)
 
 
 def fixed(setup: Setup, options: NoOptions) -> Fixed:
@@ -64,7 +64,7 @@ def fixed(setup: Setup, options: NoOptions) -> Fixed:
 
 
 def plan_fixed(doc: ParsedDocument, sizer: Sizer, tokenizer: str, budget: Budget,
-               overlap: int = 0, root: Node | None = None) -> list[Piece]:
+               overlap: int = 0, *, root: Node) -> list[Piece]:
     """Windows of as many tokens as fit the budget (context included), cut at token
     boundaries; each window starts `overlap` tokens before the previous one ends. A token
     longer than the window's room in characters (see `MAX_CHARS_PER_TOKEN`) is cut at

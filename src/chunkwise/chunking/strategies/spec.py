@@ -25,10 +25,9 @@ class Strategy(Protocol):
     #: cumulative counters (embedding or LLM calls, fallbacks, ...)
     stats: Mapping[str, int]
 
-    def plan(self, doc: ParsedDocument, budget: Budget, root: Node | None = None) -> list[Piece]:
+    def plan(self, doc: ParsedDocument, budget: Budget, root: Node) -> list[Piece]:
         """The planned chunks of a document, each within `budget`; `root`: its section tree
-        (`build_tree(doc)`, built once by the chunker for planning and assembly; built here
-        when None)."""
+        (`build_tree(doc)`, built once by the chunker for planning and assembly)."""
 
 
 @dataclass(frozen=True, slots=True)
