@@ -38,7 +38,7 @@ def db(tmp_path_factory) -> Path:
     docs = tmp_path_factory.mktemp("docs")
     for name in ("latex-two-column-sample.pdf", "fastapi__features.md"):
         shutil.copy(FIXTURES / name, docs / name)
-    db = docs.parent / "db"
+    db = tmp_path_factory.mktemp("where-db")  # its own: the base folder is shared by all tests
     ingest([docs], db_path=db, embedder=HASH, workers=1)
     return db
 

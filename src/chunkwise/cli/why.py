@@ -59,13 +59,19 @@ def cmd_why(args: argparse.Namespace) -> int:
 
     loc = store_location(args)
     loc.pop("retry_delays")
-    logging.getLogger("chunkwise.chroma.search").setLevel(logging.ERROR)
-    ex = Explainer(embedder=args.embedder, lexical=lexical_option(args), mode=args.mode, **loc)
-    if ex.lex is None:
-        print(f"note: collection {args.collection!r} has no lexical index: dense ranks only "
-              f"(`chunkwise check --repair` builds it)", file=sys.stderr)
-    e = ex.explain(args.question, args.expect, k=args.k, source=args.source,
-                   relevance=args.relevance)
+    quiet = logging.getLogger("chunkwise.chroma.search")  # the note below says it once
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        ex = Explainer(embedder=args.embedder, lexical=lexical_option(args), mode=args.mode,
+                       **loc)
+        if ex.lex is None:
+            print(f"note: collection {args.collection!r} has no lexical index: dense ranks "
+                  f"only (`chunkwise check --repair` builds it)", file=sys.stderr)
+        e = ex.explain(args.question, args.expect, k=args.k, source=args.source,
+                       relevance=args.relevance)
+    finally:
+        quiet.setLevel(level)  # `main()` may run in a longer process (a test, a notebook)
     if args.json:
         print(json.dumps(e.to_dict(), ensure_ascii=False, indent=1))
     else:
