@@ -5,6 +5,8 @@ taken from pypdf 7.1's text. pypdf 6.16.2-7.0 (the floor is 6.16.2: llama-index-
 pins pypdf<7) extract the same characters from the fixtures and around every stored excerpt,
 but place some spaces differently (`V oorhees`, `km 2`, `getM`; docs/development.md). Below
 7.1, the tests compare PDF text with its whitespace removed; from 7.1 on, byte for byte.
+
+Also `pdf_file`: the bytes of a PDF built by a test from its numbered objects.
 """
 
 from __future__ import annotations
@@ -63,3 +65,17 @@ def located_questions(qfile: Path, root: Path, tmp_path: Path) -> tuple[Any, int
     kept_file = tmp_path / qfile.name
     kept_file.write_text("\n".join(kept) + "\n", encoding="utf-8")
     return load_questions(kept_file, root=root, parse=text_of), aside
+
+
+def pdf_file(objs: dict[int, bytes]) -> bytes:
+    """A PDF 1.4 file of the objects `objs` (number -> body; 1 the catalog, numbered 1 to
+    max without gaps), with its cross-reference table and trailer."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), {}
+    for k in sorted(objs):
+        offsets[k] = len(out)
+        out += b"%d 0 obj\n" % k + objs[k] + b"\nendobj\n"
+    xref, n = len(out), max(objs) + 1
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % n
+    out += b"".join(b"%010d 00000 n \n" % offsets[k] for k in range(1, n))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (n, xref)
+    return bytes(out)

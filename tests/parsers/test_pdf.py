@@ -21,6 +21,7 @@ from chunkwise.errors import ParseError
 from chunkwise.model import ParsedDocument
 from chunkwise.parsers.pdf import reader as pdf
 from conftest import CHUNKWISE_CLI, CORPUS, FIXTURES, corpus_files, run_measured
+from pdftext import pdf_file
 
 FIXTURE = FIXTURES / "latex-two-column-sample.pdf"
 IRS = "irs-irm-2.3.59-idrs-terminal-responses.pdf"
@@ -53,17 +54,7 @@ def make_pdf(pages: list[list[tuple[float, float, float, str, str]] | bytes]) ->
         kids.append(f"{n} 0 R")
         n += 2
     objs[2] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>".encode()
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for k in sorted(objs):
-        offsets[k] = len(out)
-        out += b"%d 0 obj\n" % k + objs[k] + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % n
-    for k in range(1, n):
-        out += b"%010d 00000 n \n" % offsets[k]
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (n, xref)
-    return bytes(out)
+    return pdf_file(objs)
 
 
 def body(y: float, text: str, x: float = 72, size: float = 11) -> tuple:
@@ -527,15 +518,7 @@ def shared_stream_pdf(pages: int, content: bytes, *, own_resources: bool = False
                        f"/Resources << /Font << /F1 3 0 R >>{extra} >> >>").encode()
     kids = " ".join(f"{5 + k} 0 R" for k in range(pages))
     objs[2] = f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode()
-    out, offsets = bytearray(b"%PDF-1.4\n"), {}
-    for k in sorted(objs):
-        offsets[k] = len(out)
-        out += b"%d 0 obj\n" % k + objs[k] + b"\nendobj\n"
-    xref, n = len(out), 5 + pages
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % n
-    out += b"".join(b"%010d 00000 n \n" % offsets[k] for k in range(1, n))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (n, xref)
-    return bytes(out)
+    return pdf_file(objs)
 
 
 def test_pages_sharing_one_content_stream_are_extracted_once() -> None:

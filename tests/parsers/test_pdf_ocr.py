@@ -13,6 +13,7 @@ from chunkwise import Chunker
 from chunkwise.parsers.pdf import reader as pdf
 from chunkwise.parsers.pdf import ocr as pdf_ocr
 from conftest import corpus_files
+from pdftext import pdf_file
 
 LETTER = "docling__scanned__sample_with_rotation_mismatch.pdf"
 HAS_ENGINE = importlib.util.find_spec("rapidocr_onnxruntime") is not None
@@ -129,15 +130,7 @@ def scan_pdf(pages: int, images: int, *, side: int = 3000, text: str = "SHARED S
             f"/Resources << /XObject << /Im0 {3 + k % images} 0 R >> >> >>").encode()
     kids = " ".join(f"{first + 2 * k + 1} 0 R" for k in range(pages))
     objs[2] = f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode()
-    out, offsets = bytearray(b"%PDF-1.4\n"), {}
-    for k in sorted(objs):
-        offsets[k] = len(out)
-        out += b"%d 0 obj\n" % k + objs[k] + b"\nendobj\n"
-    xref, n = len(out), max(objs) + 1
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % n
-    out += b"".join(b"%010d 00000 n \n" % offsets[k] for k in range(1, n))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (n, xref)
-    return bytes(out)
+    return pdf_file(objs)
 
 
 def _counting_engine(seen):
