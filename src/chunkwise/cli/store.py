@@ -13,7 +13,8 @@ import json
 import sys
 from typing import Any
 
-from .options import (add_command, chunk_options, chunker_from, file_timeout_option,
+from .options import (add_command, check_file_timeout, chunk_options, chunker_from,
+                      file_timeout_option,
                       lexical_option, no_documents,
                       store_location, store_options, unreadable)
 from ..errors import ConfigError
@@ -168,8 +169,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         show_ingest(bars[0], p)
     if args.workers is not None and args.workers < 1:
         raise ConfigError("--workers must be >= 1")
-    if args.file_timeout <= 0:
-        raise ConfigError("--file-timeout must be a positive number of seconds")
+    check_file_timeout(args)
 
     def waiting(holder: str) -> None:
         print(f"chunkwise: the database is being written by {holder}; waiting up to "

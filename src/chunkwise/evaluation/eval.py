@@ -486,10 +486,11 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
         db_path = tmp.name
     try:
         reports = []
+        files = corpus_files(corpus) if peers else []  # walked once for every peer
+        corpus_sources = [source for _, source in files]
         for name in peers:
             collection = "eval-" + name.replace(":", "-")
             t0 = time.perf_counter()
-            files = corpus_files(corpus)
             run = run_peer(name, files, max_tokens=max_tokens, tokenizer=tokenizer)
             records = store_peer(run, db_path=db_path, collection=collection,
                                  embedder=embedder)
@@ -501,7 +502,7 @@ def compare(qset: QuestionSet, corpus: Sequence[str | os.PathLike], strategies: 
             report = evaluate(qset, ks=ks, db_path=db_path, collection=collection,
                               embedder=embedder, strategy=name, exact=searcher is None,
                               relevance=relevance, searcher=searcher,
-                              sources=[source for _, source in files])
+                              sources=corpus_sources)
             report.seconds["ingest"] = seconds
             report.located = run.located
             reports.append(report)

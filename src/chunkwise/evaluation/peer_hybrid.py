@@ -37,7 +37,8 @@ HYBRIDS: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
 }
 
 
-def _found(module: str) -> bool:
+def installed(module: str) -> bool:
+    """Whether `module` can be imported here (without importing it)."""
     try:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
@@ -47,7 +48,7 @@ def _found(module: str) -> bool:
 def check_hybrid(name: str) -> None:
     """`MissingDependencyError` naming the first package `name`'s retriever lacks."""
     for group in HYBRIDS[name][1]:
-        if not any(_found(m) for m in group):
+        if not any(installed(m) for m in group):
             raise MissingDependencyError(f"{group[0]} (peer {name})", "compare")
 
 
@@ -147,4 +148,4 @@ def hybrid_searcher(name: str, records: tuple[list[str], list[str], list[dict]],
     return build(records, connect(db_path=db_path), collection, embedder)
 
 
-__all__ = ["HYBRIDS", "Searcher", "check_hybrid", "hybrid_searcher"]
+__all__ = ["HYBRIDS", "Searcher", "check_hybrid", "hybrid_searcher", "installed"]

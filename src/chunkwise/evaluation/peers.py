@@ -170,18 +170,13 @@ def is_peer(name: str) -> bool:
 def check_peer(name: str) -> Peer:
     """The peer `name`; `ConfigError` if unknown, `MissingDependencyError` if its package
     is not installed."""
-    import importlib.util
+    from .peer_hybrid import HYBRIDS, check_hybrid, installed
 
     peer = PEERS.get(name)
     if peer is None:
         raise ConfigError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")
-    try:
-        found = importlib.util.find_spec(peer.package) is not None
-    except ModuleNotFoundError:
-        found = False
-    if not found:
+    if not installed(peer.package):
         raise MissingDependencyError(f"{peer.package} (peer {name})", "compare")
-    from .peer_hybrid import HYBRIDS, check_hybrid
 
     if name in HYBRIDS:
         check_hybrid(name)
